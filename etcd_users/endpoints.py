@@ -1,0 +1,236 @@
+"""Endpoints: parsing, credentials, the per-process pool of gRPC connections, leader discovery and selection.
+
+Every coroutine here runs on the transport's loop thread; the pool's selection methods run on the gevent thread
+and only read attributes that the loop thread replaces whole.
+"""
+
+import locust  # noqa: F401  (gevent's monkey patching must come first)
+
+import asyncio
+import itertools
+import logging
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import grpc
+from etcd3.etcdrpc import rpc_pb2, rpc_pb2_grpc
+
+from etcd_users.options import EtcdSettings, SettingsError
+
+logger = logging.getLogger(__name__)
+
+# Large enough for a range over many keys; etcd bounds requests itself (1.5 MiB by default).
+_CHANNEL_OPTIONS = (
+    ("grpc.max_receive_message_length", 256 * 1024 * 1024),
+    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    # each channel its own TCP connection, as --etcd-conns promises
+    ("grpc.use_local_subchannel_pool", 1),
+)
+# A leader change shows up as one of these; the leader is looked up again after them.
+LEADER_LOST_LABELS = frozenset(
+    {"etcdserver: leader changed", "etcdserver: no leader", "etcdserver: not leader", "UNAVAILABLE"}
+)
+_REDISCOVERY_INTERVAL = 0.2
+
+
+class EndpointError(RuntimeError):
+    """Endpoints that cannot serve the run, told in one line."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str
+    secure: bool
+
+    @property
+    def target(self) -> str:
+        """host:port, what gRPC dials."""
+        return urlsplit(self.url).netloc
+
+
+def parse_endpoints(text: str) -> list[Endpoint]:
+    endpoints = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        parts = urlsplit(item)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if parts.scheme not in ("http", "https") or not parts.hostname or port is None or parts.path not in ("", "/"):
+            raise SettingsError(
+                f"--etcd-endpoints: {item!r} is not a client URL; write http://HOST:PORT or https://HOST:PORT, "
+                "comma-separated"
+            )
+        endpoints.append(Endpoint(url=f"{parts.scheme}://{parts.netloc}", secure=parts.scheme == "https"))
+    if len({endpoint.url for endpoint in endpoints}) != len(endpoints):
+        raise SettingsError("--etcd-endpoints: an endpoint is listed twice")
+    return endpoints
+
+
+def error_label(error: BaseException) -> str:
+    """etcd's own error text (``etcdserver: too many requests``), else the gRPC status name."""
+    code = getattr(error, "code", None)
+    if callable(code):
+        details = error.details() or ""
+        if details.startswith(("etcdserver:", "mvcc:", "auth:", "lease:")):
+            return details
+        return code().name
+    if isinstance(error, asyncio.TimeoutError):
+        return "DEADLINE_EXCEEDED"
+    return f"{type(error).__name__}: {error}"
+
+
+class Connection:
+    """One gRPC channel to one endpoint, with its stubs and auth metadata."""
+
+    def __init__(self, endpoint: Endpoint, channel: grpc.aio.Channel) -> None:
+        self.endpoint = endpoint
+        self.channel = channel
+        self.kv = rpc_pb2_grpc.KVStub(channel)
+        self.maintenance = rpc_pb2_grpc.MaintenanceStub(channel)
+        self.cluster = rpc_pb2_grpc.ClusterStub(channel)
+        self.auth = rpc_pb2_grpc.AuthStub(channel)
+        self.metadata: tuple = ()
+
+
+@dataclass(frozen=True)
+class MemberStatus:
+    endpoint: Endpoint
+    member_id: int | None
+    leader_id: int | None
+    raft_term: int
+    version: str
+    error: str | None
+
+
+class EndpointPool:
+    """The gRPC connections of one process, and which of them the next request uses."""
+
+    def __init__(self, settings: EtcdSettings) -> None:
+        self.settings = settings
+        self.endpoints: list[Endpoint] = list(settings.endpoints)
+        self.connections: dict[Endpoint, list[Connection]] = {}
+        self.leader: Endpoint | None = None
+        self._next_connection = None
+        self._rediscovery: asyncio.Task | None = None
+        self._last_discovery = 0.0
+
+    # loop thread
+
+    async def open(self) -> None:
+        """Open ``--etcd-conns`` channels per endpoint, authenticate, and choose where requests go."""
+        credentials = self.settings.credentials
+        channel_credentials = None
+        if any(endpoint.secure for endpoint in self.endpoints):
+            channel_credentials = grpc.ssl_channel_credentials(
+                root_certificates=credentials.root_certificates,
+                private_key=credentials.private_key,
+                certificate_chain=credentials.certificate_chain,
+            )
+        for endpoint in self.endpoints:
+            connections = []
+            for _ in range(self.settings.conns):
+                if endpoint.secure:
+                    channel = grpc.aio.secure_channel(endpoint.target, channel_credentials, options=_CHANNEL_OPTIONS)
+                else:
+                    channel = grpc.aio.insecure_channel(endpoint.target, options=_CHANNEL_OPTIONS)
+                connections.append(Connection(endpoint, channel))
+            self.connections[endpoint] = connections
+        if credentials.user:
+            await asyncio.gather(*(self._authenticate(c) for cs in self.connections.values() for c in cs))
+        await self.select()
+
+    async def _authenticate(self, connection: Connection) -> None:
+        credentials = self.settings.credentials
+        response = await connection.auth.Authenticate(
+            rpc_pb2.AuthenticateRequest(name=credentials.user, password=credentials.password),
+            timeout=self.settings.timeout,
+        )
+        connection.metadata = (("token", response.token),)
+
+    async def status(self) -> list[MemberStatus]:
+        """Each endpoint's own view: its member id, the leader it knows, its version; or why it did not answer."""
+
+        async def one(endpoint: Endpoint) -> MemberStatus:
+            connection = self.connections[endpoint][0]
+            try:
+                response = await connection.maintenance.Status(
+                    rpc_pb2.StatusRequest(), timeout=self.settings.timeout, metadata=connection.metadata
+                )
+            except (grpc.aio.AioRpcError, asyncio.TimeoutError) as error:
+                return MemberStatus(endpoint, None, None, 0, "", error_label(error))
+            leader = response.leader or None
+            return MemberStatus(endpoint, response.header.member_id, leader, response.raftTerm, response.version, None)
+
+        return list(await asyncio.gather(*(one(endpoint) for endpoint in self.endpoints)))
+
+    async def select(self) -> None:
+        """Point the rotation at the leader, or at every endpoint that answers."""
+        statuses = await self.status()
+        alive = [status for status in statuses if status.error is None]
+        if not alive:
+            reasons = "; ".join(f"{s.endpoint.url}: {s.error}" for s in statuses)
+            raise EndpointError(
+                f"no etcd endpoint answered within --etcd-timeout {self.settings.timeout:g}s ({reasons})"
+            )
+        for status in statuses:
+            if status.error is not None:
+                logger.warning("etcd endpoint %s does not answer (%s); skipping it", status.endpoint.url, status.error)
+        if self.settings.target == "leader":
+            newest = max(alive, key=lambda status: status.raft_term)
+            leader = next((s.endpoint for s in alive if s.member_id == newest.leader_id), None)
+            if leader is None:
+                raise EndpointError(await self._leader_not_given(newest))
+            if leader != self.leader:
+                logger.info("etcd leader: %s", leader.url)
+            self.leader = leader
+            chosen = self.connections[leader]
+        else:
+            # interleave endpoints so that successive requests rotate over every member
+            per_endpoint = [self.connections[status.endpoint] for status in alive]
+            chosen = [c for group in itertools.zip_longest(*per_endpoint) for c in group if c is not None]
+        self._next_connection = itertools.cycle(chosen).__next__
+        self._last_discovery = time.monotonic()
+
+    async def _leader_not_given(self, status: MemberStatus) -> str:
+        if status.leader_id is None:
+            return "no etcd leader: the cluster has not elected one"
+        connection = self.connections[status.endpoint][0]
+        urls = "unknown URLs"
+        try:
+            members = await connection.cluster.MemberList(
+                rpc_pb2.MemberListRequest(), timeout=self.settings.timeout, metadata=connection.metadata
+            )
+            urls = ", ".join(url for m in members.members if m.ID == status.leader_id for url in m.clientURLs)
+        except grpc.aio.AioRpcError:
+            pass
+        return (
+            f"--etcd-target leader: the leader (member {status.leader_id:x}, {urls}) is not among --etcd-endpoints; "
+            "add its client URL or use --etcd-target round-robin"
+        )
+
+    def rediscover(self) -> None:
+        """Look for the leader (or the live members) again, once at a time and not too often."""
+        if self._rediscovery is not None and not self._rediscovery.done():
+            return
+        if time.monotonic() - self._last_discovery < _REDISCOVERY_INTERVAL:
+            return
+        self._last_discovery = time.monotonic()
+        self._rediscovery = asyncio.get_running_loop().create_task(self._select_quietly())
+
+    async def _select_quietly(self) -> None:
+        try:
+            await self.select()
+        except EndpointError as error:
+            logger.warning("%s; trying again", error)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.channel.close() for cs in self.connections.values() for c in cs))
+
+    # gevent thread
+
+    def next_connection(self) -> Connection:
+        return self._next_connection()

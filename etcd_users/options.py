@@ -1,0 +1,227 @@
+"""The ``--etcd-*`` command-line options, validated once into one settings object.
+
+Names mirror etcd's own ``benchmark`` tool (``--endpoints --conns --key-size --val-size --key-space-size
+--sequential-keys --consistency``) under ``--etcd-``. Every option has an environment variable and a typed
+default: Locust's web UI casts the form's strings to the default's type.
+"""
+
+from locust import events
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_PREFIX = "/locust-etcd/"
+TARGETS = ("round-robin", "leader")
+CONSISTENCIES = ("l", "s")
+
+
+class SettingsError(ValueError):
+    """Bad input, told in one line that names the option and the fix."""
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    default: object
+    help: str
+    secret: bool = False
+    choices: tuple | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag[2:].replace("-", "_")
+
+    @property
+    def env_var(self) -> str:
+        return self.flag[2:].replace("-", "_").upper()
+
+
+OPTIONS = (
+    Option(
+        "--etcd-endpoints",
+        "",
+        "Comma-separated client URLs (http://HOST:PORT or https://HOST:PORT). Empty: start a throwaway local etcd.",
+    ),
+    Option(
+        "--etcd-local-members",
+        1,
+        "Members of the local etcd started when no endpoints are given: 1 or 3.",
+        choices=(1, 3),
+    ),
+    Option(
+        "--etcd-target",
+        "round-robin",
+        "Where requests go: 'leader' (every request to the current leader, like benchmark --target-leader) or "
+        "'round-robin' (successive requests rotate over every endpoint).",
+        choices=TARGETS,
+    ),
+    Option("--etcd-conns", 1, "gRPC connections per endpoint per process, shared by all users of the process."),
+    Option("--etcd-key-size", 256, "Key size in bytes, prefix included."),
+    Option("--etcd-val-size", 1024, "Value size in bytes."),
+    Option("--etcd-key-space-size", 10000, "Number of distinct keys written and read."),
+    Option("--etcd-sequential-keys", False, "Walk the key space in order instead of picking keys at random."),
+    Option("--etcd-prefix", DEFAULT_PREFIX, "Every key starts with this prefix; the tool never writes outside it."),
+    Option(
+        "--etcd-consistency",
+        "l",
+        "Consistency of EtcdRangeUser's reads: 'l' linearizable or 's' serializable.",
+        choices=CONSISTENCIES,
+    ),
+    Option("--etcd-timeout", 5.0, "Seconds before a call, or the start-up check of the endpoints, gives up."),
+    Option(
+        "--etcd-user-rate",
+        0.0,
+        "Requests per second of each user on an intended schedule (0: closed loop, back to back). "
+        "Late responses do not delay the schedule; latency from the intended send time is recorded too.",
+    ),
+    Option("--etcd-cacert", "", "CA bundle (PEM) that signs the servers' certificates, for https:// endpoints."),
+    Option("--etcd-cert", "", "Client certificate (PEM) for mutual TLS."),
+    Option("--etcd-key", "", "Client private key (PEM) for mutual TLS.", secret=True),
+    Option("--etcd-user", "", "etcd authentication as name:password.", secret=True),
+)
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "etcd", "etcd v3 gRPC load (each option also reads the environment variable shown)"
+    )
+    for option in OPTIONS:
+        kwargs: dict = {
+            "dest": option.dest,
+            "default": option.default,
+            "env_var": option.env_var,
+            "help": f"{option.help} [env {option.env_var}, default {option.default!r}]",
+        }
+        if isinstance(option.default, bool):
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["type"] = type(option.default)
+            kwargs["metavar"] = option.dest.removeprefix("etcd_").upper()
+        action = group.add_argument(option.flag, **kwargs)
+        # what LocustArgumentParser.add_argument sets; an argument group's add_argument does not know these
+        action.include_in_web_ui = True
+        action.is_secret = option.secret
+        action.is_required = False
+        action.is_multiple = False
+
+
+@events.init_command_line_parser.add_listener
+def _register(parser, **_kwargs) -> None:
+    add_options(parser)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """TLS material read from files, and the auth user."""
+
+    root_certificates: bytes | None = None
+    certificate_chain: bytes | None = None
+    private_key: bytes | None = None
+    user: str = ""
+    password: str = ""
+
+
+@dataclass(frozen=True)
+class EtcdSettings:
+    endpoints: tuple  # of etcd_users.endpoints.Endpoint
+    local_members: int
+    target: str
+    conns: int
+    key_size: int
+    val_size: int
+    key_space_size: int
+    sequential_keys: bool
+    prefix: bytes
+    consistency: str
+    timeout: float
+    user_rate: float
+    credentials: Credentials
+
+    @property
+    def key_width(self) -> int:
+        """Digits of the key counter: what the key size leaves after the prefix."""
+        return self.key_size - len(self.prefix)
+
+
+def _read_pem(flag: str, path: str) -> bytes | None:
+    if not path:
+        return None
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as error:
+        raise SettingsError(f"{flag}: cannot read {path!r} ({error.strerror}); give the path of a PEM file") from None
+
+
+def _positive(flag: str, value, allow_zero: bool = False):
+    if value < 0 or (value == 0 and not allow_zero):
+        raise SettingsError(f"{flag}: {value!r} must be {'zero or more' if allow_zero else 'greater than zero'}")
+    return value
+
+
+def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
+    """Validate the parsed ``--etcd-*`` options (also as the web UI sends them) into settings."""
+    from etcd_users.endpoints import parse_endpoints
+
+    endpoints = parse_endpoints(options.etcd_endpoints)
+    if options.etcd_local_members not in (1, 3):
+        raise SettingsError(f"--etcd-local-members: {options.etcd_local_members!r} is not 1 or 3")
+    if options.etcd_target not in TARGETS:
+        raise SettingsError(f"--etcd-target: {options.etcd_target!r} is not one of: {', '.join(TARGETS)}")
+    if options.etcd_consistency not in CONSISTENCIES:
+        raise SettingsError(f"--etcd-consistency: {options.etcd_consistency!r} is not 'l' or 's'")
+    prefix = options.etcd_prefix.encode()
+    if prefix.strip(b"/") == b"":
+        raise SettingsError(
+            f"--etcd-prefix: {options.etcd_prefix!r} would cover the whole key space; give a prefix such as "
+            f"{DEFAULT_PREFIX!r}"
+        )
+    key_space_size = _positive("--etcd-key-space-size", options.etcd_key_space_size)
+    counter_digits = len(str(key_space_size - 1))
+    if options.etcd_key_size < len(prefix) + counter_digits:
+        raise SettingsError(
+            f"--etcd-key-size: {options.etcd_key_size} is too small for the prefix {options.etcd_prefix!r} "
+            f"({len(prefix)} bytes) plus a {counter_digits}-digit key counter; use at least "
+            f"{len(prefix) + counter_digits} or a shorter --etcd-prefix"
+        )
+    user, _, password = options.etcd_user.partition(":")
+    if options.etcd_user and not (user and password):
+        raise SettingsError("--etcd-user: expected NAME:PASSWORD")
+    if bool(options.etcd_cert) != bool(options.etcd_key):
+        raise SettingsError("--etcd-cert and --etcd-key: mutual TLS needs both the certificate and its key")
+    credentials = Credentials(
+        root_certificates=_read_pem("--etcd-cacert", options.etcd_cacert),
+        certificate_chain=_read_pem("--etcd-cert", options.etcd_cert),
+        private_key=_read_pem("--etcd-key", options.etcd_key),
+        user=user,
+        password=password,
+    )
+    return EtcdSettings(
+        endpoints=tuple(endpoints),
+        local_members=options.etcd_local_members,
+        target=options.etcd_target,
+        conns=_positive("--etcd-conns", options.etcd_conns),
+        key_size=options.etcd_key_size,
+        val_size=_positive("--etcd-val-size", options.etcd_val_size, allow_zero=True),
+        key_space_size=key_space_size,
+        sequential_keys=bool(options.etcd_sequential_keys),
+        prefix=prefix,
+        consistency=options.etcd_consistency,
+        timeout=_positive("--etcd-timeout", options.etcd_timeout),
+        user_rate=_positive("--etcd-user-rate", options.etcd_user_rate, allow_zero=True),
+        credentials=credentials,
+    )
+
+
+def option_reference() -> str:
+    """The options as a Markdown table: ``locust --help`` answers before it loads a locustfile."""
+    lines = ["| option | environment variable | default | meaning |", "|---|---|---|---|"]
+    for option in OPTIONS:
+        choices = f" One of: {', '.join(map(str, option.choices))}." if option.choices else ""
+        lines.append(f"| `{option.flag}` | `{option.env_var}` | `{option.default!r}` | {option.help}{choices} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(option_reference() + "\n")

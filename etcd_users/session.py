@@ -1,0 +1,188 @@
+"""The life of a run in one process: settings, the local etcd, the connection pool, and their end.
+
+At ``init`` the master (or the single process) validates the options, starts a local etcd when no endpoints are
+given and checks that the endpoints answer, so bad input ends the run at once with one line. Each process that
+runs users opens its own pool on first use, after Locust has forked.
+"""
+
+from locust import events
+from locust.runners import WorkerRunner
+
+import asyncio
+import logging
+import sys
+import time
+from dataclasses import replace
+
+import gevent
+import gevent.lock
+from etcd3.etcdrpc import rpc_pb2
+
+from etcd_users import transport
+from etcd_users.cluster import ClusterError, LocalCluster
+from etcd_users.endpoints import EndpointError, EndpointPool
+from etcd_users.keys import KeySpace
+from etcd_users.options import EtcdSettings, SettingsError, settings_from_options
+
+logger = logging.getLogger(__name__)
+
+_POPULATE_CONCURRENCY = 64
+
+
+class Session:
+    """Settings, transport and connections of one process for one run."""
+
+    def __init__(self, settings: EtcdSettings) -> None:
+        self.settings = settings
+        self.keys = KeySpace(settings)
+        self.bridge = transport.bridge()
+        self.pool = EndpointPool(settings)
+        self.bridge.run(self.pool.open)
+        self._populated = False
+        self._populate_lock = gevent.lock.Semaphore()
+
+    def ensure_key_space(self) -> None:
+        """Write the key space once before reads measure it; not reported as requests."""
+        if self._populated:
+            return
+        with self._populate_lock:
+            if not self._populated:
+                started = time.monotonic()
+                written = self.bridge.run(self._populate)
+                if written:
+                    logger.info(
+                        "wrote %d keys of the read key space under %r in %.1fs",
+                        written,
+                        self.keys.prefix.decode(errors="replace"),
+                        time.monotonic() - started,
+                    )
+                self._populated = True
+
+    async def _populate(self) -> int:
+        first, end = self.keys.first_and_end()
+        connection = self.pool.next_connection()
+        count = await connection.kv.Range(
+            rpc_pb2.RangeRequest(key=first, range_end=end, count_only=True),
+            timeout=self.settings.timeout,
+            metadata=connection.metadata,
+        )
+        if count.count >= self.keys.size:
+            return 0
+        limit = asyncio.Semaphore(_POPULATE_CONCURRENCY)
+
+        async def put(key: bytes) -> None:
+            async with limit:
+                connection = self.pool.next_connection()
+                request = rpc_pb2.PutRequest(key=key, value=self.keys.value)
+                await connection.kv.Put(request, timeout=self.settings.timeout, metadata=connection.metadata)
+
+        await asyncio.gather(*(put(key) for key in self.keys.all_keys()))
+        return self.keys.size
+
+    def close(self) -> None:
+        self.bridge.run(self.pool.close)
+
+
+_sessions: dict[int, Session] = {}
+_session_lock = gevent.lock.Semaphore()
+_local_cluster: LocalCluster | None = None
+
+
+def current(environment) -> Session:
+    """This process's session for the environment's current options, opened on first use."""
+    session = _sessions.get(id(environment))
+    if session is None:
+        with _session_lock:
+            session = _sessions.get(id(environment))
+            if session is None:
+                session = Session(settings_from_options(environment.parsed_options))
+                _sessions[id(environment)] = session
+    return session
+
+
+def _close_sessions() -> None:
+    while _sessions:
+        _, session = _sessions.popitem()
+        try:
+            session.close()
+        except Exception as error:  # closing is best effort: the run is over
+            logger.debug("closing etcd connections: %s", error)
+
+
+def _fail(message: str) -> None:
+    """End the process with one line: bad input is the user's to fix, not a traceback to read."""
+    sys.stderr.write(f"locust-etcd: error: {message}\n")
+    sys.stderr.flush()
+    transport.close_bridge()
+    _stop_local_cluster()
+    sys.exit(2)
+
+
+def _start_local_cluster(members: int) -> LocalCluster:
+    global _local_cluster
+    cluster = LocalCluster(members=members)
+    cluster.start()
+    _local_cluster = cluster
+    logger.info("started a local etcd (%d member%s): %s", members, "s" * (members > 1), ",".join(cluster.endpoints))
+    return cluster
+
+
+def _stop_local_cluster() -> None:
+    global _local_cluster
+    if _local_cluster is not None:
+        _local_cluster.stop()
+        _local_cluster = None
+
+
+def check_endpoints(settings: EtcdSettings) -> None:
+    """Every endpoint answers Status within the timeout (and, for --etcd-target leader, the leader is known)."""
+    probe = EndpointPool(replace(settings, conns=1))
+    bridge = transport.bridge()
+    try:
+        bridge.run(probe.open)
+    finally:
+        bridge.run(probe.close)
+
+
+@events.init.add_listener
+def _on_init(environment, runner=None, **_kwargs) -> None:
+    if isinstance(runner, WorkerRunner) or environment.parsed_options is None:
+        return  # workers take their options from the master when a run starts
+    options = environment.parsed_options
+    if not hasattr(options, "etcd_endpoints"):
+        return
+    try:
+        settings = settings_from_options(options)
+        if not settings.endpoints:
+            options.etcd_endpoints = ",".join(_start_local_cluster(settings.local_members).endpoints)
+            settings = settings_from_options(options)
+        check_endpoints(settings)
+    except (SettingsError, EndpointError, ClusterError) as error:
+        _fail(str(error))
+
+
+@events.test_start.add_listener
+def _on_test_start(environment, **_kwargs) -> None:
+    """A new run may come with new options (web UI form, or the master's): reconnect with them."""
+    session = _sessions.get(id(environment))
+    options = environment.parsed_options
+    if options is None or not hasattr(options, "etcd_endpoints"):
+        return
+    try:
+        settings = settings_from_options(options)
+    except SettingsError as error:
+        logger.error("locust-etcd: error: %s", error)
+        if environment.runner is not None:
+            gevent.spawn(environment.runner.stop)
+        return
+    if session is not None and session.settings != settings:
+        _sessions.pop(id(environment), None)
+        session.close()
+
+
+@events.quit.add_listener
+def _on_quit(**_kwargs) -> None:
+    # on quit, not quitting: Locust fires quitting before it stops users, whose calls would then fail
+    _close_sessions()
+    transport.close_bridge()
+    _stop_local_cluster()

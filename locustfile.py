@@ -1,0 +1,13 @@
+"""Load-test etcd with Locust: pick a workload class on the command line.
+
+    locust -f locustfile.py --headless -u 64 -r 64 -t 30s --csv out/run EtcdPutUser
+
+With no --etcd-endpoints a throwaway local etcd is started. ``python -m etcd_users.options`` lists the options.
+"""
+
+from etcd_users import (  # noqa: F401  (Locust collects the User classes from this module)
+    EtcdPutUser,
+    EtcdRangeUser,
+    LinearizableRangeUser,
+    SerializableRangeUser,
+)
