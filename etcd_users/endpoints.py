@@ -174,7 +174,8 @@ class EndpointPool:
         if not alive:
             reasons = "; ".join(f"{s.endpoint.url}: {s.error}" for s in statuses)
             raise EndpointError(
-                f"no etcd endpoint answered within --etcd-timeout {self.settings.timeout:g}s ({reasons})"
+                f"no etcd endpoint answered within --etcd-timeout {self.settings.timeout:g}s ({reasons}); "
+                "check --etcd-endpoints and that etcd runs there"
             )
         for status in statuses:
             if status.error is not None:
