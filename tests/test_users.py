@@ -79,7 +79,7 @@ def test_leader_target_sends_every_put_to_the_leader(etcd3, tmp_out):
     rows = run_workload(etcd3, tmp_out, "EtcdPutUser", "--etcd-target", "leader", "--etcd-conns", "2")
     after = member_counter(etcd3, "Put")
     puts = int(rows["put"]["Request Count"])
-    handled = [a - b for a, b in zip(after, before)]
+    handled = [a - b for a, b in zip(after, before, strict=True)]
     assert handled[leader] >= puts
     assert sum(handled) - handled[leader] == 0, handled
 
@@ -91,7 +91,7 @@ def test_round_robin_spreads_reads_evenly_over_members(etcd3, tmp_out):
     rows = run_workload(etcd3, tmp_out, "SerializableRangeUser", *args)
     after = member_counter(etcd3, "Range")
     reads = int(rows["range/serializable"]["Request Count"])
-    handled = [a - b for a, b in zip(after, before)]
+    handled = [a - b for a, b in zip(after, before, strict=True)]
     assert sum(handled) >= reads
     for count in handled:
         assert abs(count - sum(handled) / 3) <= 0.2 * sum(handled) / 3, handled
