@@ -2,7 +2,7 @@
 
     locust -f locustfile.py --headless -u 64 -r 64 -t 30s --csv out/run EtcdPutUser
 
-With no --etcd-endpoints a throwaway local etcd is started. ``python -m etcd_users.options`` lists the options.
+With no --etcd-endpoints a throwaway local etcd is started. ``python -m etcd_users`` lists the options.
 """
 
 from etcd_users import (  # noqa: F401  (Locust collects the User classes from this module)

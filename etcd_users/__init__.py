@@ -1,19 +1,24 @@
 """Locust users for load-testing etcd over its v3 gRPC API.
 
-Importing the package registers the ``--etcd-*`` options and the run's life-cycle hooks with Locust.
+``from etcd_users import EtcdUser`` loads the users, which register the ``--etcd-*`` options and the run's
+life-cycle hooks with Locust. The package itself imports nothing, so ``python -m etcd_users.cluster`` and the
+tests can use its parts without Locust's monkey patching.
 """
 
-from locust import events  # noqa: F401  (gevent's monkey patching must come first)
+import importlib
 
-from etcd_users import options, session  # noqa: F401  (register their Locust listeners)
-from etcd_users.client import EtcdClient
-from etcd_users.users import EtcdPutUser, EtcdRangeUser, EtcdUser, LinearizableRangeUser, SerializableRangeUser
+_EXPORTS = {
+    "EtcdClient": "etcd_users.client",
+    "EtcdPutUser": "etcd_users.users",
+    "EtcdRangeUser": "etcd_users.users",
+    "EtcdUser": "etcd_users.users",
+    "LinearizableRangeUser": "etcd_users.users",
+    "SerializableRangeUser": "etcd_users.users",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "EtcdClient",
-    "EtcdPutUser",
-    "EtcdRangeUser",
-    "EtcdUser",
-    "LinearizableRangeUser",
-    "SerializableRangeUser",
-]
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'etcd_users' has no attribute {name!r}")

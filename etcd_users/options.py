@@ -8,7 +8,6 @@ default: Locust's web UI casts the form's strings to the default's type.
 from locust import events
 
 import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,6 +221,3 @@ def option_reference() -> str:
         lines.append(f"| `{option.flag}` | `{option.env_var}` | `{option.default!r}` | {option.help}{choices} |")
     return "\n".join(lines)
 
-
-if __name__ == "__main__":
-    sys.stdout.write(option_reference() + "\n")
