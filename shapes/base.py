@@ -1,0 +1,199 @@
+"""``PlannedShape``: the abstract LoadTestShape that runs a precomputed plan of levels.
+
+Locust calls ``tick()`` about once a second on the master (or the local runner), never on workers. The plan
+is built from ``--shape-*`` options on the first tick of each run, so values edited in the web UI apply to
+the next run. With ``--csv PREFIX`` the plan and the time each level was entered go to ``PREFIX_shape.json``
+for the analysis (to drop the warm-up and compare planned with achieved QPS).
+"""
+
+from locust import LoadTestShape, events
+from locust.runners import WorkerRunner
+
+import json
+import logging
+import os
+import sys
+import time
+from abc import abstractmethod
+from pathlib import Path
+
+from shapes.options import ShapeSettings, ShapeSettingsError
+from shapes.plan import Level, format_plan, level_index_at, plan_duration
+
+logger = logging.getLogger(__name__)
+
+QUANTISATION_WARNING = 0.1
+"""Warn when rounding QPS up to whole users overshoots a level's target by more than this share."""
+
+_NOT_STARTED = object()
+
+
+class PlannedShape(LoadTestShape):
+    """Runs ``build_plan(settings)`` level by level and stops after the last level."""
+
+    abstract = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.settings: ShapeSettings | None = None
+        self.plan: list[Level] = []
+        self._run = _NOT_STARTED
+        self._index: int | None = None
+        self._entered_at: list[float | None] = []
+        self._started_at: float | None = None
+        self._ended_at: float | None = None
+        self._json_failed = False
+
+    @abstractmethod
+    def build_plan(self, settings: ShapeSettings) -> list[Level]:
+        """The levels of this profile; raises ShapeSettingsError for settings it cannot run."""
+
+    def plan_warnings(self, settings: ShapeSettings, plan: list[Level]) -> list[str]:
+        """One-line warnings logged when a run starts."""
+        worst = max(
+            (level for level in plan if level.qps),
+            key=lambda level: level.users * settings.user_rate / level.qps,
+            default=None,
+        )
+        if worst is None or worst.users * settings.user_rate <= worst.qps * (1 + QUANTISATION_WARNING):
+            return []
+        offered = worst.users * settings.user_rate
+        return [
+            f"shape: at --etcd-user-rate {settings.user_rate:g} each user adds {settings.user_rate:g} QPS, so level "
+            f"'{worst.name}' offers {offered:g} QPS for a target of {worst.qps:g} "
+            f"(+{100 * (offered / worst.qps - 1):.0f}%); a smaller rate gives finer levels"
+        ]
+
+    def settings_and_plan(self, parsed_options) -> tuple[ShapeSettings, list[Level]]:
+        """Validate the options and build the plan without starting anything."""
+        settings = ShapeSettings.from_options(parsed_options)
+        return settings, self.build_plan(settings)
+
+    @property
+    def parsed_options(self):
+        environment = getattr(self.runner, "environment", None)
+        return getattr(environment, "parsed_options", None)
+
+    @property
+    def current_level(self) -> Level | None:
+        return None if self._index is None else self.plan[self._index]
+
+    def describe_plan(self) -> str:
+        """The plan as a text table (built from the current options if no run has started)."""
+        if self.settings is None:
+            settings, plan = self.settings_and_plan(self.parsed_options)
+        else:
+            settings, plan = self.settings, self.plan
+        return format_plan(plan, settings.user_rate)
+
+    def tick(self) -> tuple[int, float] | None:
+        # start_shape() spawns a new shape greenlet per run: a new one means a new run with fresh options
+        run = getattr(self.runner, "shape_greenlet", None)
+        if run is not self._run:
+            try:
+                self._start_run(run)
+            except ShapeSettingsError as error:
+                logger.error("%s", error)
+                return None
+        t = self.get_run_time()
+        index = level_index_at(self.plan, t)
+        if index is None:
+            self._finish(t)
+            return None
+        if index != self._index:
+            self._enter(index, t)
+        level = self.plan[index]
+        return level.users, level.spawn_rate
+
+    def _start_run(self, run) -> None:
+        settings, plan = self.settings_and_plan(self.parsed_options)
+        self.settings, self.plan = settings, plan
+        self._run = run
+        self._index = None
+        self._entered_at = [None] * len(plan)
+        self._started_at = time.time() - self.get_run_time()
+        self._ended_at = None
+        rate = f"{settings.user_rate:g} requests/s per user" if settings.user_rate > 0 else "closed-loop users"
+        logger.info("shape: %s plan: %d levels, %g s, %s", type(self).__name__, len(plan), plan_duration(plan), rate)
+        logger.debug("shape: plan\n%s", format_plan(plan, settings.user_rate))
+        for warning in self.plan_warnings(settings, plan):
+            logger.warning("%s", warning)
+        self._write_record()
+
+    def _enter(self, index: int, t: float) -> None:
+        self._index = index
+        self._entered_at[index] = time.time()
+        level = self.plan[index]
+        logger.info(
+            "shape: level %d/%d '%s' at %.1fs: %s", index + 1, len(self.plan), level.name, t, self._load_text(level)
+        )
+        self._write_record()
+
+    def _finish(self, t: float) -> None:
+        if self._ended_at is not None:
+            return
+        self._index = None
+        self._ended_at = time.time()
+        logger.info("shape: plan complete at %.1fs, stopping", t)
+        self._write_record()
+
+    def _load_text(self, level: Level) -> str:
+        rate = self.settings.user_rate if self.settings else 0.0
+        if level.qps is None:
+            load = f"{level.users} users (closed loop)"
+        else:
+            load = f"{level.qps:g} QPS = {level.users} users @ {rate:g}/s/user"
+        load += f", spawn rate {level.spawn_rate:g}/s"
+        return load + (" (warm-up, not measured)" if level.warmup else "")
+
+    def shape_record(self) -> dict:
+        """What ``PREFIX_shape.json`` holds: the plan, when the run started and when each level was entered."""
+        return {
+            "shape": type(self).__name__,
+            "started_at": self._started_at,
+            "warmup_end": self._warmup_end(),
+            "ended_at": self._ended_at,
+            "user_rate": self.settings.user_rate if self.settings else None,
+            "levels": [
+                {**level.to_dict(), "started_at": entered}
+                for level, entered in zip(self.plan, self._entered_at, strict=True)
+            ],
+        }
+
+    def _warmup_end(self) -> float | None:
+        """When the measured window starts: entry of the first measured level, else its planned start."""
+        first_measured = next((i for i, level in enumerate(self.plan) if not level.warmup), None)
+        if first_measured in (None, 0) or self._started_at is None:
+            return None
+        entered = self._entered_at[first_measured]
+        return entered if entered is not None else self._started_at + self.plan[first_measured].start_s
+
+    def _write_record(self) -> None:
+        prefix = getattr(self.parsed_options, "csv_prefix", None)
+        if not prefix:
+            return
+        path = Path(f"{prefix}_shape.json")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(path.name + ".tmp")
+            partial.write_text(json.dumps(self.shape_record(), indent=2) + "\n")
+            os.replace(partial, path)  # readers never see a half-written file
+        except OSError as error:
+            if not self._json_failed:
+                logger.warning("shape: cannot write %s (%s); the run goes on without it", path, error.strerror)
+            self._json_failed = True
+
+
+@events.init.add_listener
+def _validate_selected_shape(environment, **_kwargs) -> None:
+    """Refuse bad ``--shape-*`` options at start-up instead of at the first tick."""
+    shape = environment.shape_class
+    if not isinstance(shape, PlannedShape) or isinstance(environment.runner, WorkerRunner):
+        return  # workers get the master's options later and never tick
+    if getattr(environment.parsed_options, "class_picker", False):
+        return  # the shape is picked in the web UI; tick() validates it then
+    try:
+        shape.settings_and_plan(environment.parsed_options)
+    except ShapeSettingsError as error:
+        sys.stderr.write(f"{error}\n")
+        sys.exit(2)

@@ -1,0 +1,240 @@
+"""The ``--shape-*`` command-line options and their validation into one frozen ``ShapeSettings``.
+
+Every option has an environment variable (``SHAPE_...``) and a typed default: Locust's web UI casts the
+form's strings to the default's type, so lists travel as comma-separated strings.
+"""
+
+from locust import events
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+
+GROUP_TITLE = "etcd load shapes"
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    default: object
+    help: str
+
+    @property
+    def dest(self) -> str:
+        return self.flag[2:].replace("-", "_")
+
+    @property
+    def env_var(self) -> str:
+        return self.dest.upper()
+
+
+OPTIONS = (
+    Option("--shape-baseline-qps", 100, "StepSpikeShape: QPS of the baseline level."),
+    Option("--shape-baseline-time", 300, "StepSpikeShape: seconds the baseline is held (0: no baseline)."),
+    Option("--shape-step-qps", 200, "StepSpikeShape: QPS added by each step after the baseline."),
+    Option(
+        "--shape-step-time",
+        120,
+        "Seconds each step is held: the QPS steps of StepSpikeShape and the rungs of ConcurrencyLadderShape.",
+    ),
+    Option("--shape-max-qps", 2000, "StepSpikeShape: QPS of the last step; the final step is capped to reach it."),
+    Option("--shape-spike-qps", 3000, "StepSpikeShape: QPS of the spike after the last step."),
+    Option("--shape-spike-time", 5, "StepSpikeShape: seconds the spike lasts (0: no spike)."),
+    Option(
+        "--shape-ladder",
+        "1,200,2000,5000,10000,20000",
+        "ConcurrencyLadderShape: comma-separated closed-loop user counts, one rung each.",
+    ),
+    Option("--shape-sine-base", 50.0, "SineWaveShape: mean QPS of the wave."),
+    Option("--shape-sine-amplitude", 30.0, "SineWaveShape: QPS amplitude of the wave."),
+    Option("--shape-sine-period", 300, "SineWaveShape: seconds per cycle of the wave."),
+    Option("--shape-sine-cycles", 1, "SineWaveShape: cycles to run; the run lasts period x cycles."),
+    Option(
+        "--shape-sine-jitter",
+        "-8,12",
+        "SineWaveShape: LOW,HIGH range of the uniform random QPS added at each re-evaluation. "
+        "Write --shape-sine-jitter=-8,12 (with '=') when LOW is negative.",
+    ),
+    Option("--shape-sine-step", 5, "SineWaveShape: seconds between re-evaluations of the wave."),
+    Option("--shape-seed", 1, "Seed of the random jitter: the same seed gives the same run."),
+    Option(
+        "--shape-time-scale",
+        1.0,
+        "Multiplies every duration, e.g. 0.05 to smoke-test a 25-minute profile in about 80 s "
+        "(scaled levels last at least 1 s).",
+    ),
+    Option(
+        "--shape-warmup",
+        0,
+        "Seconds to run the first level before the measured window; the analysis drops this window.",
+    ),
+)
+
+DEFAULTS = {option.dest: option.default for option in OPTIONS}
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Add the ``--shape-*`` options to Locust's parser, once per parser."""
+    if OPTIONS[0].flag in getattr(parser, "_option_string_actions", {}):
+        return  # already added, e.g. by this module imported a second time under another name
+    group = parser.add_argument_group(GROUP_TITLE, "Load profiles of the shapes/ classes (each option has an env var)")
+    for option in OPTIONS:
+        action = group.add_argument(
+            option.flag,
+            dest=option.dest,
+            type=type(option.default),
+            default=option.default,
+            metavar=option.dest.removeprefix("shape_").upper(),
+            env_var=option.env_var,
+            help=f"{option.help} [env {option.env_var}, default {option.default!r}]",
+        )
+        # An argument group's add_argument() lacks LocustArgumentParser's web UI keywords; set what it would set.
+        action.include_in_web_ui = True
+        action.is_secret = action.is_required = action.is_multiple = False
+
+
+@events.init_command_line_parser.add_listener
+def _register(parser, **_kwargs) -> None:
+    add_options(parser)
+
+
+class ShapeSettingsError(ValueError):
+    """Bad shape input, told in one line that names the option and the fix."""
+
+
+@dataclass(frozen=True)
+class ShapeSettings:
+    """The validated ``--shape-*`` options plus the per-user rate of the etcd users."""
+
+    baseline_qps: int
+    baseline_time: int
+    step_qps: int
+    step_time: int
+    max_qps: int
+    spike_qps: int
+    spike_time: int
+    ladder: tuple[int, ...]
+    sine_base: float
+    sine_amplitude: float
+    sine_period: int
+    sine_cycles: int
+    sine_jitter: tuple[float, float]
+    sine_step: int
+    seed: int
+    time_scale: float
+    warmup: int
+    user_rate: float
+    """Requests/s of each user (``--etcd-user-rate``); 0 means closed loop."""
+
+    @classmethod
+    def from_options(cls, parsed_options: argparse.Namespace | None) -> "ShapeSettings":
+        """Validate parsed options (from the command line, env vars or the web UI form); missing ones take defaults."""
+
+        def get(dest: str):
+            return getattr(parsed_options, dest, DEFAULTS[dest]) if parsed_options is not None else DEFAULTS[dest]
+
+        settings = cls(
+            baseline_qps=_int("--shape-baseline-qps", get("shape_baseline_qps"), minimum=1),
+            baseline_time=_int("--shape-baseline-time", get("shape_baseline_time"), minimum=0),
+            step_qps=_int("--shape-step-qps", get("shape_step_qps"), minimum=1),
+            step_time=_int("--shape-step-time", get("shape_step_time"), minimum=1),
+            max_qps=_int("--shape-max-qps", get("shape_max_qps"), minimum=1),
+            spike_qps=_int("--shape-spike-qps", get("shape_spike_qps"), minimum=1),
+            spike_time=_int("--shape-spike-time", get("shape_spike_time"), minimum=0),
+            ladder=_ladder(get("shape_ladder")),
+            sine_base=_float("--shape-sine-base", get("shape_sine_base"), minimum=0.0),
+            sine_amplitude=_float("--shape-sine-amplitude", get("shape_sine_amplitude"), minimum=0.0),
+            sine_period=_int("--shape-sine-period", get("shape_sine_period"), minimum=1),
+            sine_cycles=_int("--shape-sine-cycles", get("shape_sine_cycles"), minimum=1),
+            sine_jitter=_jitter(get("shape_sine_jitter")),
+            sine_step=_int("--shape-sine-step", get("shape_sine_step"), minimum=1),
+            seed=_int("--shape-seed", get("shape_seed")),
+            time_scale=_float("--shape-time-scale", get("shape_time_scale"), minimum=0.0, exclusive=True),
+            warmup=_int("--shape-warmup", get("shape_warmup"), minimum=0),
+            user_rate=_float(
+                "--etcd-user-rate",
+                getattr(parsed_options, "etcd_user_rate", 0.0) if parsed_options is not None else 0.0,
+                minimum=0.0,
+            ),
+        )
+        if settings.max_qps < settings.baseline_qps:
+            raise ShapeSettingsError(
+                f"--shape-max-qps: {settings.max_qps} is below --shape-baseline-qps {settings.baseline_qps}; "
+                "raise --shape-max-qps or lower the baseline"
+            )
+        return settings
+
+
+def _int(flag: str, value, minimum: int | None = None) -> int:
+    try:
+        number = int(value)
+        if number != value and not isinstance(value, str):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ShapeSettingsError(f"{flag}: {value!r} is not a whole number; give e.g. {_default_of(flag)!r}") from None
+    if minimum is not None and number < minimum:
+        raise ShapeSettingsError(f"{flag}: {number} must be {minimum} or more")
+    return number
+
+
+def _float(flag: str, value, minimum: float | None = None, exclusive: bool = False) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise ShapeSettingsError(f"{flag}: {value!r} is not a finite number; give e.g. {_default_of(flag)!r}")
+    if minimum is not None and (number < minimum or (exclusive and number == minimum)):
+        bound = f"greater than {minimum:g}" if exclusive else f"{minimum:g} or more"
+        raise ShapeSettingsError(f"{flag}: {number:g} must be {bound}")
+    return number
+
+
+def _ladder(value) -> tuple[int, ...]:
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise ShapeSettingsError(
+            f"--shape-ladder: {text!r} is not a comma-separated list of user counts of 1 or more; "
+            "give e.g. 1,200,2000,5000"
+        )
+    return counts
+
+
+def _jitter(value) -> tuple[float, float]:
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    parts = text.split(",")
+    try:
+        low, high = (float(part) for part in parts) if len(parts) == 2 else (math.nan, math.nan)
+    except ValueError:
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+        raise ShapeSettingsError(
+            f"--shape-sine-jitter: {text!r} is not LOW,HIGH with LOW <= HIGH; "
+            "give e.g. --shape-sine-jitter=-8,12 (or 0,0 for no jitter)"
+        )
+    return low, high
+
+
+def _dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
+
+
+def _default_of(flag: str):
+    return DEFAULTS.get(_dest(flag), 10.0)
+
+
+def option_reference() -> str:
+    """The options as a Markdown table, for the README."""
+    lines = ["| option | environment variable | default | meaning |", "|---|---|---|---|"]
+    for option in OPTIONS:
+        lines.append(f"| `{option.flag}` | `{option.env_var}` | `{option.default!r}` | {option.help} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(option_reference() + "\n")
