@@ -1,0 +1,63 @@
+"""Shared fixtures: throwaway local etcd clusters and an output directory."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# The project is not installed into the virtualenv: make `etcd_users`, `shapes` and `analysis` importable.
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from etcd_users.cluster import ClusterError, LocalCluster  # noqa: E402
+
+
+@contextmanager
+def started_cluster(members: int) -> Iterator[LocalCluster]:
+    """A started cluster, stopped afterwards; a missing etcd fails the test instead of skipping it."""
+    cluster = LocalCluster(members)
+    failure = None
+    try:
+        cluster.start(timeout=30)
+    except ClusterError as error:
+        failure = str(error)
+    if failure is not None:  # outside the except block, so the report shows the message only once
+        pytest.fail(failure, pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def etcd1() -> Iterator[LocalCluster]:
+    """A 1-member cluster shared by the whole session: do not expect it to be empty."""
+    with started_cluster(1) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def etcd3() -> Iterator[LocalCluster]:
+    """A 3-member cluster shared by the whole session: do not kill or pause its members."""
+    with started_cluster(3) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def fresh_etcd1() -> Iterator[LocalCluster]:
+    """A 1-member cluster of its own, empty at the start of the test."""
+    with started_cluster(1) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def tmp_out(tmp_path: Path) -> Path:
+    """An existing, empty directory for a test's output files."""
+    out = tmp_path / "out"
+    out.mkdir()
+    return out

@@ -1,0 +1,150 @@
+"""Helpers shared by the tests: running Locust as a subprocess, reading etcd counters and CSV output."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from etcd_users.cluster import LocalCluster
+from etcd_users.prometheus import fetch_metrics, metric_sum
+
+REPO = Path(__file__).resolve().parent.parent
+OUTPUT_TAIL_CHARS = 4000
+
+
+def run_locust(
+    *args: str,
+    timeout: float = 120,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str = REPO,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m locust *args` to completion; stdout and stderr are captured separately as text.
+
+    On timeout the whole process group (Locust may fork workers) is killed and AssertionError is raised
+    with the tail of the output.
+    """
+    command = [sys.executable, "-m", "locust", *args]
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=_environment(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        stdout, stderr = process.communicate()
+        raise AssertionError(
+            f"locust did not finish within {timeout:g}s: {' '.join(args)}\n{_tails(stdout, stderr)}"
+        ) from None
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+class LocustProcess(subprocess.Popen):
+    """A Locust process started in the background whose output goes to files (a pipe nobody reads could block it)."""
+
+    stdout_path: Path
+    stderr_path: Path
+
+    def output(self) -> tuple[str, str]:
+        """Everything written so far to stdout and stderr."""
+        return (
+            self.stdout_path.read_text(errors="replace"),
+            self.stderr_path.read_text(errors="replace"),
+        )
+
+    def finish(self, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Wait for the process to exit; on timeout kill its process group and raise AssertionError."""
+        try:
+            self.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill_group()
+            raise AssertionError(f"locust did not exit within {timeout:g}s\n{_tails(*self.output())}") from None
+        return subprocess.CompletedProcess(self.args, self.returncode, *self.output())
+
+    def interrupt(self) -> None:
+        """Ask Locust to stop the way Ctrl-C would."""
+        if self.poll() is None:
+            self.send_signal(signal.SIGINT)
+
+    def kill_group(self) -> None:
+        """SIGKILL the process and any workers it forked."""
+        _kill_group(self)
+
+    def __exit__(self, *exc_info: object) -> None:
+        # Never leave a Locust behind when a test fails half-way.
+        self.kill_group()
+        super().__exit__(*exc_info)
+
+
+def start_locust(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str = REPO,
+    log_dir: Path | str | None = None,
+) -> LocustProcess:
+    """Start `python -m locust *args` in the background (use as a context manager, or call finish/kill_group)."""
+    log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="locust-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"locust-{len(list(log_dir.glob('locust-*.stdout')))}"
+    stdout_path, stderr_path = log_dir / f"{stem}.stdout", log_dir / f"{stem}.stderr"
+    with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
+        process = LocustProcess(
+            [sys.executable, "-m", "locust", *args],
+            cwd=cwd,
+            env=_environment(env),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    process.stdout_path, process.stderr_path = stdout_path, stderr_path
+    return process
+
+
+def member_counter(cluster: LocalCluster, method: str) -> list[float]:
+    """Per member, the sum of `grpc_server_handled_total{grpc_method=method}` over all codes."""
+    return [
+        metric_sum(fetch_metrics(url), "grpc_server_handled_total", grpc_method=method) for url in cluster.metrics_urls
+    ]
+
+
+def read_csv_rows(path: Path | str) -> list[dict[str, str]]:
+    """All rows of a CSV file with a header line."""
+    with open(path, newline="") as csv_file:
+        return list(csv.DictReader(csv_file))
+
+
+def _environment(overrides: Mapping[str, str] | None) -> dict[str, str]:
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    environment.update(overrides or {})
+    return environment
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    # The group outlives its leader when forked workers are left behind, so kill it even after the leader exited.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def _tails(stdout: str | bytes | None, stderr: str | bytes | None) -> str:
+    def tail(text: str | bytes | None) -> str:
+        if isinstance(text, bytes):
+            text = text.decode(errors="replace")
+        return (text or "")[-OUTPUT_TAIL_CHARS:]
+
+    return f"--- stdout (tail) ---\n{tail(stdout)}\n--- stderr (tail) ---\n{tail(stderr)}"
