@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import session
-from etcd_users.endpoints import LEADER_LOST_LABELS, error_label
+from etcd_users.endpoints import INVALID_TOKEN_LABEL, LEADER_LOST_LABELS, error_label
 from etcd_users.keys import KeySpace
 
 REQUEST_TYPE = "etcd"
@@ -105,33 +105,44 @@ class EtcdClient:
 
     def _call(self, method: str, request, name: str):
         session = self.session
-        connection = session.pool.next_connection()
+        pool = session.pool
+        connection = pool.next_connection()
         result, error, seconds = session.bridge.call(
             getattr(connection.kv, method), request, timeout=session.settings.timeout, metadata=connection.metadata
         )
-        context = None
+        label = None if error is None else error_label(error)
+        if label == INVALID_TOKEN_LABEL and session.settings.credentials.user:
+            # tokens expire when unused: get a new one and retry once, timed afresh
+            session.bridge.run(pool.authenticate, connection)
+            result, error, seconds = session.bridge.call(
+                getattr(connection.kv, method), request, timeout=session.settings.timeout, metadata=connection.metadata
+            )
+            label = None if error is None else error_label(error)
+        context = {}
         if self.intended_start is not None:
-            context = {"intended_response_time": (time.perf_counter() - self.intended_start) * 1000.0}
+            context["intended_response_time"] = (time.perf_counter() - self.intended_start) * 1000.0
             self.intended_start = None
-        if error is None:
+        if label is None:
+            if pool.outage_started is not None:
+                pool.end_outage()
             self._fire(
                 request_type=REQUEST_TYPE,
                 name=name,
                 response_time=seconds * 1000.0,
                 response_length=result.ByteSize(),
                 exception=None,
-                context=context or {},
+                context=context,
             )
             return result
-        label = error_label(error)
         if label in LEADER_LOST_LABELS:
-            session.bridge.post(session.pool.rediscover)
+            pool.begin_outage(label)
+            session.bridge.post(pool.rediscover)
         self._fire(
             request_type=REQUEST_TYPE,
             name=name,
             response_time=seconds * 1000.0,
             response_length=0,
             exception=label,
-            context=context or {},
+            context=context,
         )
         return None

@@ -31,7 +31,11 @@ _CHANNEL_OPTIONS = (
 LEADER_LOST_LABELS = frozenset(
     {"etcdserver: leader changed", "etcdserver: no leader", "etcdserver: not leader", "UNAVAILABLE"}
 )
+INVALID_TOKEN_LABEL = "etcdserver: invalid auth token"
 _REDISCOVERY_INTERVAL = 0.2
+# a paused member must not hold up finding the leader for a whole --etcd-timeout
+_REDISCOVERY_TIMEOUT = 1.0
+_RECHECK_DEAD_INTERVAL = 2.0
 
 
 class EndpointError(RuntimeError):
@@ -83,6 +87,13 @@ def error_label(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def error_detail(error: BaseException) -> str:
+    """The label, with gRPC's own explanation where the label alone would not tell the cause (a TLS failure)."""
+    label = error_label(error)
+    details = error.details() if callable(getattr(error, "details", None)) else ""
+    return label if not details or details == label else f"{label}: {details}"
+
+
 class Connection:
     """One gRPC channel to one endpoint, with its stubs and auth metadata."""
 
@@ -114,14 +125,18 @@ class EndpointPool:
         self.endpoints: list[Endpoint] = list(settings.endpoints)
         self.connections: dict[Endpoint, list[Connection]] = {}
         self.leader: Endpoint | None = None
+        self.dead: frozenset[Endpoint] = frozenset()
+        # gevent thread: when requests began to fail for want of a leader or a member (time.monotonic())
+        self.outage_started: float | None = None
         self._next_connection = None
         self._rediscovery: asyncio.Task | None = None
         self._last_discovery = 0.0
+        self._last_warning = ""
 
     # loop thread
 
     async def open(self) -> None:
-        """Open ``--etcd-conns`` channels per endpoint, authenticate, and choose where requests go."""
+        """Open ``--etcd-conns`` channels per endpoint, choose where requests go, and authenticate."""
         credentials = self.settings.credentials
         channel_credentials = None
         if any(endpoint.secure for endpoint in self.endpoints):
@@ -139,47 +154,60 @@ class EndpointPool:
                     channel = grpc.aio.insecure_channel(endpoint.target, options=_CHANNEL_OPTIONS)
                 connections.append(Connection(endpoint, channel))
             self.connections[endpoint] = connections
+        await self.select(self.settings.timeout)
         if credentials.user:
-            await asyncio.gather(*(self._authenticate(c) for cs in self.connections.values() for c in cs))
-        await self.select()
+            alive = [c for endpoint, cs in self.connections.items() if endpoint not in self.dead for c in cs]
+            await asyncio.gather(*(self.authenticate(connection) for connection in alive))
 
-    async def _authenticate(self, connection: Connection) -> None:
+    async def authenticate(self, connection: Connection) -> None:
+        """Get a token for ``connection`` (etcd gives one per Authenticate; it expires when unused)."""
         credentials = self.settings.credentials
-        response = await connection.auth.Authenticate(
-            rpc_pb2.AuthenticateRequest(name=credentials.user, password=credentials.password),
-            timeout=self.settings.timeout,
-        )
+        try:
+            response = await connection.auth.Authenticate(
+                rpc_pb2.AuthenticateRequest(name=credentials.user, password=credentials.password),
+                timeout=self.settings.timeout,
+            )
+        except grpc.aio.AioRpcError as error:
+            # never the password: only the user name goes into the message
+            raise EndpointError(
+                f"--etcd-user: {connection.endpoint.url} refused user {credentials.user!r} ({error_detail(error)}); "
+                "check the name and password"
+            ) from None
         connection.metadata = (("token", response.token),)
 
-    async def status(self) -> list[MemberStatus]:
+    async def status(self, timeout: float) -> list[MemberStatus]:
         """Each endpoint's own view: its member id, the leader it knows, its version; or why it did not answer."""
 
         async def one(endpoint: Endpoint) -> MemberStatus:
             connection = self.connections[endpoint][0]
             try:
-                response = await connection.maintenance.Status(
-                    rpc_pb2.StatusRequest(), timeout=self.settings.timeout, metadata=connection.metadata
-                )
+                response = await connection.maintenance.Status(rpc_pb2.StatusRequest(), timeout=timeout)
             except (grpc.aio.AioRpcError, asyncio.TimeoutError) as error:
-                return MemberStatus(endpoint, None, None, 0, "", error_label(error))
+                return MemberStatus(endpoint, None, None, 0, "", error_detail(error))
             leader = response.leader or None
             return MemberStatus(endpoint, response.header.member_id, leader, response.raftTerm, response.version, None)
 
         return list(await asyncio.gather(*(one(endpoint) for endpoint in self.endpoints)))
 
-    async def select(self) -> None:
+    async def select(self, timeout: float) -> None:
         """Point the rotation at the leader, or at every endpoint that answers."""
-        statuses = await self.status()
+        statuses = await self.status(timeout)
         alive = [status for status in statuses if status.error is None]
         if not alive:
             reasons = "; ".join(f"{s.endpoint.url}: {s.error}" for s in statuses)
             raise EndpointError(
-                f"no etcd endpoint answered within --etcd-timeout {self.settings.timeout:g}s ({reasons}); "
-                "check --etcd-endpoints and that etcd runs there"
+                f"no etcd endpoint answered within {timeout:g}s ({reasons}); "
+                "check --etcd-endpoints, --etcd-cacert and that etcd runs there"
             )
+        dead = frozenset(status.endpoint for status in statuses if status.error is not None)
         for status in statuses:
-            if status.error is not None:
+            if status.endpoint in dead - self.dead:
                 logger.warning("etcd endpoint %s does not answer (%s); skipping it", status.endpoint.url, status.error)
+            elif status.endpoint in self.dead - dead:
+                logger.info("etcd endpoint %s answers again; using it", status.endpoint.url)
+        self.dead = dead
+        if dead:  # look again later, to use the members that come back
+            asyncio.get_running_loop().call_later(_RECHECK_DEAD_INTERVAL, self.rediscover)
         if self.settings.target == "leader":
             newest = max(alive, key=lambda status: status.raft_term)
             leader = next((s.endpoint for s in alive if s.member_id == newest.leader_id), None)
@@ -224,9 +252,14 @@ class EndpointPool:
 
     async def _select_quietly(self) -> None:
         try:
-            await self.select()
+            await self.select(min(self.settings.timeout, _REDISCOVERY_TIMEOUT))
         except EndpointError as error:
-            logger.warning("%s; trying again", error)
+            if str(error) != self._last_warning:
+                logger.warning("%s; trying again", error)
+            self._last_warning = str(error)
+            asyncio.get_running_loop().call_later(_REDISCOVERY_INTERVAL, self.rediscover)
+        else:
+            self._last_warning = ""
 
     async def close(self) -> None:
         await asyncio.gather(*(c.channel.close() for cs in self.connections.values() for c in cs))
@@ -235,3 +268,14 @@ class EndpointPool:
 
     def next_connection(self) -> Connection:
         return self._next_connection()
+
+    def begin_outage(self, label: str) -> None:
+        if self.outage_started is None:
+            self.outage_started = time.monotonic()
+            logger.warning("etcd: requests fail with %r; looking for the leader and live members again", label)
+
+    def end_outage(self) -> None:
+        """Say how long requests failed for want of a leader or a member: the failover gap seen by the client."""
+        gap = time.monotonic() - self.outage_started
+        logger.warning("etcd: requests succeed again %.2fs after the first failure", gap)
+        self.outage_started = None

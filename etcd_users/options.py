@@ -63,6 +63,13 @@ OPTIONS = (
     Option("--etcd-sequential-keys", False, "Walk the key space in order instead of picking keys at random."),
     Option("--etcd-prefix", DEFAULT_PREFIX, "Every key starts with this prefix; the tool never writes outside it."),
     Option(
+        "--etcd-allow-existing",
+        False,
+        "Run even if keys already exist under the prefix (by default a non-empty prefix is refused, as etcdctl check "
+        "perf does).",
+    ),
+    Option("--etcd-cleanup", False, "Delete every key under the prefix (and only there) when the run ends."),
+    Option(
         "--etcd-consistency",
         "l",
         "Consistency of EtcdRangeUser's reads: 'l' linearizable or 's' serializable.",
@@ -133,6 +140,8 @@ class EtcdSettings:
     key_space_size: int
     sequential_keys: bool
     prefix: bytes
+    allow_existing: bool
+    cleanup: bool
     consistency: str
     timeout: float
     user_rate: float
@@ -206,6 +215,8 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
         key_space_size=key_space_size,
         sequential_keys=bool(options.etcd_sequential_keys),
         prefix=prefix,
+        allow_existing=bool(options.etcd_allow_existing),
+        cleanup=bool(options.etcd_cleanup),
         consistency=options.etcd_consistency,
         timeout=_positive("--etcd-timeout", options.etcd_timeout),
         user_rate=_positive("--etcd-user-rate", options.etcd_user_rate, allow_zero=True),
@@ -220,4 +231,3 @@ def option_reference() -> str:
         choices = f" One of: {', '.join(map(str, option.choices))}." if option.choices else ""
         lines.append(f"| `{option.flag}` | `{option.env_var}` | `{option.default!r}` | {option.help}{choices} |")
     return "\n".join(lines)
-

@@ -21,7 +21,7 @@ from etcd3.etcdrpc import rpc_pb2
 from etcd_users import transport
 from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.endpoints import EndpointError, EndpointPool
-from etcd_users.keys import KeySpace
+from etcd_users.keys import KeySpace, prefix_range_end
 from etcd_users.options import EtcdSettings, SettingsError, settings_from_options
 
 logger = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class Session:
 _sessions: dict[int, Session] = {}
 _session_lock = gevent.lock.Semaphore()
 _local_cluster: LocalCluster | None = None
+_run_settings: EtcdSettings | None = None  # the master's (or single process's), for the clean-up at the end
 
 
 def current(environment) -> Session:
@@ -111,7 +112,8 @@ def _close_sessions() -> None:
 
 def _fail(message: str) -> None:
     """End the process with one line: bad input is the user's to fix, not a traceback to read."""
-    sys.stderr.write(f"locust-etcd: error: {message}\n")
+    first_line = message.splitlines()[0] if message else "unknown error"
+    sys.stderr.write(f"locust-etcd: error: {first_line}\n")
     sys.stderr.flush()
     transport.close_bridge()
     _stop_local_cluster()
@@ -134,47 +136,97 @@ def _stop_local_cluster() -> None:
         _local_cluster = None
 
 
-def check_endpoints(settings: EtcdSettings) -> None:
-    """Every endpoint answers Status within the timeout (and, for --etcd-target leader, the leader is known)."""
+def _with_probe(settings: EtcdSettings, work):
+    """Run ``work(pool)`` on a one-connection pool of its own (the master's checks run no users)."""
     probe = EndpointPool(replace(settings, conns=1))
     bridge = transport.bridge()
     try:
         bridge.run(probe.open)
+        return bridge.run(work, probe)
     finally:
         bridge.run(probe.close)
 
 
+async def _count_prefix(pool: EndpointPool) -> int:
+    connection = pool.next_connection()
+    prefix = pool.settings.prefix
+    response = await connection.kv.Range(
+        rpc_pb2.RangeRequest(key=prefix, range_end=prefix_range_end(prefix), count_only=True),
+        timeout=pool.settings.timeout,
+        metadata=connection.metadata,
+    )
+    return response.count
+
+
+async def _delete_prefix(pool: EndpointPool) -> int:
+    connection = pool.next_connection()
+    prefix = pool.settings.prefix
+    response = await connection.kv.DeleteRange(
+        rpc_pb2.DeleteRangeRequest(key=prefix, range_end=prefix_range_end(prefix)),
+        timeout=pool.settings.timeout,
+        metadata=connection.metadata,
+    )
+    return response.deleted
+
+
+def preflight(settings: EtcdSettings) -> None:
+    """The endpoints answer (and the leader is known), and the prefix is free unless --etcd-allow-existing."""
+    existing = _with_probe(settings, _count_prefix)
+    if existing and not settings.allow_existing:
+        prefix = settings.prefix.decode(errors="replace")
+        raise SettingsError(
+            f"--etcd-prefix: {prefix!r} already holds {existing} keys; pass --etcd-allow-existing to run among them, "
+            f"choose another --etcd-prefix, or delete them (etcdctl del --prefix {prefix!r})"
+        )
+
+
+def cleanup(settings: EtcdSettings) -> None:
+    deleted = _with_probe(settings, _delete_prefix)
+    logger.info("deleted %d keys under %r", deleted, settings.prefix.decode(errors="replace"))
+
+
+def _settings_with_endpoints(options) -> EtcdSettings:
+    """Validated settings; with no endpoints given, those of the local etcd (started on first need)."""
+    settings = settings_from_options(options)
+    if not settings.endpoints:
+        cluster = _local_cluster or _start_local_cluster(settings.local_members)
+        options.etcd_endpoints = ",".join(cluster.endpoints)
+        settings = settings_from_options(options)
+    return settings
+
+
 @events.init.add_listener
 def _on_init(environment, runner=None, **_kwargs) -> None:
-    if isinstance(runner, WorkerRunner) or environment.parsed_options is None:
+    global _run_settings
+    if isinstance(runner, WorkerRunner) or not hasattr(environment.parsed_options, "etcd_endpoints"):
         return  # workers take their options from the master when a run starts
-    options = environment.parsed_options
-    if not hasattr(options, "etcd_endpoints"):
-        return
     try:
-        settings = settings_from_options(options)
-        if not settings.endpoints:
-            options.etcd_endpoints = ",".join(_start_local_cluster(settings.local_members).endpoints)
-            settings = settings_from_options(options)
-        check_endpoints(settings)
+        settings = _settings_with_endpoints(environment.parsed_options)
+        preflight(settings)
     except (SettingsError, EndpointError, ClusterError) as error:
         _fail(str(error))
+    _run_settings = settings
 
 
 @events.test_start.add_listener
 def _on_test_start(environment, **_kwargs) -> None:
-    """A new run may come with new options (web UI form, or the master's): reconnect with them."""
-    session = _sessions.get(id(environment))
+    """A new run may come with new options (the web UI's form, or the master's): reconnect with them."""
+    global _run_settings
     options = environment.parsed_options
-    if options is None or not hasattr(options, "etcd_endpoints"):
+    if not hasattr(options, "etcd_endpoints"):
         return
+    is_worker = isinstance(environment.runner, WorkerRunner)
     try:
-        settings = settings_from_options(options)
-    except SettingsError as error:
+        # the master resolves the endpoints before it sends the options to the workers
+        settings = settings_from_options(options) if is_worker else _settings_with_endpoints(options)
+    except (SettingsError, ClusterError) as error:
         logger.error("locust-etcd: error: %s", error)
         if environment.runner is not None:
             gevent.spawn(environment.runner.stop)
         return
+    if not is_worker:
+        _run_settings = settings
+    session = _sessions.get(id(environment))
     if session is not None and session.settings != settings:
         _sessions.pop(id(environment), None)
         session.close()
@@ -184,5 +236,10 @@ def _on_test_start(environment, **_kwargs) -> None:
 def _on_quit(**_kwargs) -> None:
     # on quit, not quitting: Locust fires quitting before it stops users, whose calls would then fail
     _close_sessions()
+    if _run_settings is not None and _run_settings.cleanup:
+        try:
+            cleanup(_run_settings)
+        except (EndpointError, SettingsError) as error:
+            logger.error("locust-etcd: could not delete the keys under the prefix: %s", error)
     transport.close_bridge()
     _stop_local_cluster()

@@ -15,7 +15,8 @@ def stats_rows(prefix) -> dict[str, dict[str, str]]:
     return {row["Name"]: row for row in read_csv_rows(f"{prefix}_stats.csv") if row["Name"] != "Aggregated"}
 
 
-def run_workload(cluster: LocalCluster, out, *args: str, users: int = 8, seconds: int = 3):
+def run_workload(cluster: LocalCluster, out, *args: str, users: int = 8, seconds: int = 3, cleanup: bool = True):
+    """A headless run; with ``cleanup`` it leaves the shared cluster's prefix empty for the next test."""
     prefix = out / "run"
     result = run_locust(
         *HEADLESS,
@@ -29,6 +30,7 @@ def run_workload(cluster: LocalCluster, out, *args: str, users: int = 8, seconds
         str(prefix),
         "--etcd-endpoints",
         ",".join(cluster.endpoints),
+        *(("--etcd-cleanup",) if cleanup else ()),
         *args,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -63,7 +65,8 @@ def test_range_user_takes_consistency_from_the_option(etcd1, tmp_out, consistenc
 
 @pytest.mark.slow
 def test_range_reads_find_their_keys(fresh_etcd1, tmp_out):
-    rows = run_workload(fresh_etcd1, tmp_out, "SerializableRangeUser", "--etcd-key-space-size", "500", seconds=2)
+    args = ("--etcd-key-space-size", "500")
+    rows = run_workload(fresh_etcd1, tmp_out, "SerializableRangeUser", *args, seconds=2, cleanup=False)
     reads = int(rows["range/serializable"]["Request Count"])
     # every read found one key of the populated key space: response messages carry a kv, not just a header
     assert float(rows["range/serializable"]["Average Content Size"]) > 1024
@@ -102,7 +105,8 @@ def test_keys_have_the_configured_sizes_and_stay_under_the_prefix(fresh_etcd1, t
     client = etcd3.client(host="127.0.0.1", port=int(fresh_etcd1.endpoints[0].rsplit(":", 1)[1]))
     client.put("/other/untouched", "before")
     args = ("--etcd-prefix", "/bench/", "--etcd-key-size", "40", "--etcd-val-size", "300")
-    rows = run_workload(fresh_etcd1, tmp_out, "EtcdPutUser", *args, "--etcd-key-space-size", "100", seconds=2)
+    args = (*args, "--etcd-key-space-size", "100")
+    rows = run_workload(fresh_etcd1, tmp_out, "EtcdPutUser", *args, seconds=2, cleanup=False)
     assert int(rows["put"]["Request Count"]) > 0
     everything = list(client.get_all())
     written = [(value, meta.key) for value, meta in everything if meta.key != b"/other/untouched"]
@@ -114,7 +118,7 @@ def test_keys_have_the_configured_sizes_and_stay_under_the_prefix(fresh_etcd1, t
 
 
 BAD_INPUT = [
-    (("--etcd-endpoints", "http://127.0.0.1:1"), "no etcd endpoint answered within --etcd-timeout 2s"),
+    (("--etcd-endpoints", "http://127.0.0.1:1"), "no etcd endpoint answered within 2s (http://127.0.0.1:1: UNAVAILABLE"),
     (("--etcd-endpoints", "127.0.0.1:2379"), "--etcd-endpoints: '127.0.0.1:2379' is not a client URL"),
     (("--etcd-endpoints", "ftp://127.0.0.1:2379"), "write http://HOST:PORT or https://HOST:PORT"),
     (("--etcd-key-size", "12"), "--etcd-key-size: 12 is too small for the prefix '/locust-etcd/' (13 bytes)"),
