@@ -266,6 +266,10 @@ class LatencyRecorder:
         self._outputs: OutputFiles | None = None
         self._refresher: gevent.Greenlet | None = None
 
+    @property
+    def environment(self) -> Environment | None:
+        return self._environment()
+
     # -- recording (hot path) --
 
     def record(

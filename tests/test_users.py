@@ -118,7 +118,10 @@ def test_keys_have_the_configured_sizes_and_stay_under_the_prefix(fresh_etcd1, t
 
 
 BAD_INPUT = [
-    (("--etcd-endpoints", "http://127.0.0.1:1"), "no etcd endpoint answered within 2s (http://127.0.0.1:1: UNAVAILABLE"),
+    (
+        ("--etcd-endpoints", "http://127.0.0.1:1"),
+        "no etcd endpoint answered within 2s (http://127.0.0.1:1: UNAVAILABLE",
+    ),
     (("--etcd-endpoints", "127.0.0.1:2379"), "--etcd-endpoints: '127.0.0.1:2379' is not a client URL"),
     (("--etcd-endpoints", "ftp://127.0.0.1:2379"), "write http://HOST:PORT or https://HOST:PORT"),
     (("--etcd-key-size", "12"), "--etcd-key-size: 12 is too small for the prefix '/locust-etcd/' (13 bytes)"),
