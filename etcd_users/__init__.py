@@ -9,7 +9,13 @@ import importlib
 
 _EXPORTS = {
     "EtcdClient": "etcd_users.client",
+    "EtcdDeleteUser": "etcd_users.users",
+    "EtcdLeaseUser": "etcd_users.users",
+    "EtcdMixedUser": "etcd_users.users",
     "EtcdPutUser": "etcd_users.users",
+    "EtcdTxnMixedUser": "etcd_users.users",
+    "EtcdTxnPutUser": "etcd_users.users",
+    "EtcdWatchUser": "etcd_users.users",
     "EtcdRangeUser": "etcd_users.users",
     "EtcdUser": "etcd_users.users",
     "LinearizableRangeUser": "etcd_users.users",

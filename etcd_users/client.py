@@ -6,14 +6,17 @@ raise into the user's task: a run that hits etcd errors keeps running and counts
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
+import random
 import time
 from collections.abc import Iterable
 
+import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import session
 from etcd_users.endpoints import INVALID_TOKEN_LABEL, LEADER_LOST_LABELS, error_label
 from etcd_users.keys import KeySpace
+from etcd_users.streams import KeepAliveStream, WatchFanOut
 
 REQUEST_TYPE = "etcd"
 RANGE_NAMES = {False: "range/linearizable", True: "range/serializable"}
@@ -35,6 +38,10 @@ class EtcdClient:
         self._session: session.Session | None = None
         # set by a rate-driven loop: when the request should have been sent (time.perf_counter())
         self.intended_start: float | None = None
+        self._keep_alive: KeepAliveStream | None = None
+        self._watch: WatchFanOut | None = None
+        self._watch_connection = None
+        self._random = random.Random().random
 
     @property
     def session(self) -> "session.Session":
@@ -95,6 +102,94 @@ class EtcdClient:
                 self._check_prefix(op.request_delete_range.key, op.request_delete_range.range_end)
         return self._call("Txn", request, name)
 
+    def txn_put(self, ops: int | None = None, *, name: str = "txn-put") -> rpc_pb2.TxnResponse | None:
+        """One transaction of ``--etcd-txn-ops`` puts to distinct keys (``benchmark txn-put``)."""
+        keys = self.keys
+        puts = [
+            rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=keys.value))
+            for key in keys.distinct_keys(ops or self.session.settings.txn_ops)
+        ]
+        return self.txn(success=puts, name=name)
+
+    def txn_mixed(self, *, name: str = "txn-mixed") -> rpc_pb2.TxnResponse | None:
+        """A read or a write transaction of ``--etcd-txn-ops`` operations, reads at ``--etcd-rw-ratio`` per write;
+        reported as ``txn-mixed-read`` and ``txn-mixed-write``."""
+        settings = self.session.settings
+        keys = self.keys.distinct_keys(settings.txn_ops)
+        if self._random() * (1.0 + settings.rw_ratio) < settings.rw_ratio:
+            reads = [rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=key)) for key in keys]
+            return self.txn(success=reads, name=f"{name}-read")
+        value = self.keys.value
+        writes = [rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=value)) for key in keys]
+        return self.txn(success=writes, name=f"{name}-write")
+
+    def lease_grant(self, ttl: int, *, name: str = "lease-grant") -> rpc_pb2.LeaseGrantResponse | None:
+        connection = self.session.pool.next_connection()
+        return self._invoke(connection, connection.lease.LeaseGrant, rpc_pb2.LeaseGrantRequest(TTL=ttl), name)
+
+    def lease_revoke(self, lease_id: int, *, name: str = "lease-revoke") -> rpc_pb2.LeaseRevokeResponse | None:
+        connection = self.session.pool.next_connection()
+        return self._invoke(connection, connection.lease.LeaseRevoke, rpc_pb2.LeaseRevokeRequest(ID=lease_id), name)
+
+    def lease_keep_alive(
+        self, lease_id: int, *, name: str = "lease-keepalive"
+    ) -> rpc_pb2.LeaseKeepAliveResponse | None:
+        """One keep-alive round trip on this user's LeaseKeepAlive stream (opened on first use)."""
+        session = self.session
+        if self._keep_alive is None:
+            self._keep_alive = session.bridge.run(_open_keep_alive, session.pool.next_connection())
+        result, error, seconds = session.bridge.call(self._keep_alive.keep_alive, lease_id)
+        if error is None and result.TTL <= 0:
+            result, error = None, _LeaseNotFound()
+        if error is not None:
+            session.bridge.post(self._keep_alive.cancel)
+            self._keep_alive = None  # a broken stream is opened again on the next call
+        return self._report(name, result, error, seconds)
+
+    def put_and_watch(self, key: bytes, value: bytes, *, name: str = "watch") -> rpc_pb2.PutResponse | None:
+        """Put ``key`` and wait for the events of ``--etcd-watch-streams`` × ``--etcd-watchers-per-stream``
+        watchers on it: reported as one ``put`` and one ``watch`` per event, whose response time is the time from
+        the put's acknowledgement to the event's arrival. A missing event fails as ``DEADLINE_EXCEEDED``."""
+        self._check_prefix(key)
+        session = self.session
+        settings = session.settings
+        if self._watch is None or self._watch.key != key:
+            self.stop_streams()
+            connection = session.pool.next_connection()
+            self._watch = session.bridge.run(
+                _open_watch, connection, key, settings.watch_streams, settings.watchers_per_stream, settings.timeout
+            )
+            self._watch_connection = connection
+        outcome, error, seconds = session.bridge.call(
+            self._watch.put_and_wait, self._watch_connection, value, settings.timeout
+        )
+        if error is not None:
+            return self._report("put", None, error, seconds)
+        response, put_seconds, latencies = outcome
+        self._report("put", response, None, put_seconds)
+        for latency in latencies:
+            self._fire(
+                request_type=REQUEST_TYPE, name=name, response_time=latency * 1000.0, response_length=0, exception=None
+            )
+        for _ in range(self._watch.expected - len(latencies)):
+            self._fire(
+                request_type=REQUEST_TYPE,
+                name=name,
+                response_time=settings.timeout * 1000.0,
+                response_length=0,
+                exception="DEADLINE_EXCEEDED",
+            )
+        return response
+
+    def stop_streams(self) -> None:
+        """Close this user's lease keep-alive and watch streams."""
+        if self._session is None:
+            return
+        for stream in (self._keep_alive, self._watch):
+            if stream is not None:
+                self._session.bridge.post(stream.cancel)
+        self._keep_alive = self._watch = None
+
     def _check_prefix(self, key: bytes, range_end: bytes = b"") -> None:
         keys = self.session.keys
         if not key.startswith(keys.prefix) or (range_end and not keys.prefix < range_end <= keys.range_end):
@@ -104,25 +199,27 @@ class EtcdClient:
             )
 
     def _call(self, method: str, request, name: str):
+        connection = self.session.pool.next_connection()
+        return self._invoke(connection, getattr(connection.kv, method), request, name)
+
+    def _invoke(self, connection, method, request, name: str):
         session = self.session
-        pool = session.pool
-        connection = pool.next_connection()
-        result, error, seconds = session.bridge.call(
-            getattr(connection.kv, method), request, timeout=session.settings.timeout, metadata=connection.metadata
-        )
-        label = None if error is None else error_label(error)
-        if label == INVALID_TOKEN_LABEL and session.settings.credentials.user:
+        timeout = session.settings.timeout
+        result, error, seconds = session.bridge.call(method, request, timeout=timeout, metadata=connection.metadata)
+        if error is not None and session.settings.credentials.user and error_label(error) == INVALID_TOKEN_LABEL:
             # tokens expire when unused: get a new one and retry once, timed afresh
-            session.bridge.run(pool.authenticate, connection)
-            result, error, seconds = session.bridge.call(
-                getattr(connection.kv, method), request, timeout=session.settings.timeout, metadata=connection.metadata
-            )
-            label = None if error is None else error_label(error)
+            session.bridge.run(session.pool.authenticate, connection)
+            result, error, seconds = session.bridge.call(method, request, timeout=timeout, metadata=connection.metadata)
+        return self._report(name, result, error, seconds)
+
+    def _report(self, name: str, result, error: BaseException | None, seconds: float):
+        """Fire Locust's request event for one call; return the response, or None for a failure."""
+        pool = self.session.pool
         context = {}
         if self.intended_start is not None:
             context["intended_response_time"] = (time.perf_counter() - self.intended_start) * 1000.0
             self.intended_start = None
-        if label is None:
+        if error is None:
             if pool.outage_started is not None:
                 pool.end_outage()
             self._fire(
@@ -134,9 +231,10 @@ class EtcdClient:
                 context=context,
             )
             return result
+        label = error_label(error)
         if label in LEADER_LOST_LABELS:
             pool.begin_outage(label)
-            session.bridge.post(pool.rediscover)
+            self.session.bridge.post(pool.rediscover)
         self._fire(
             request_type=REQUEST_TYPE,
             name=name,
@@ -146,3 +244,23 @@ class EtcdClient:
             context=context,
         )
         return None
+
+
+class _LeaseNotFound(Exception):
+    """A keep-alive answered with TTL 0: the lease expired or was revoked."""
+
+    def details(self) -> str:
+        return "etcdserver: requested lease not found"
+
+    def code(self):
+        return grpc.StatusCode.NOT_FOUND
+
+
+async def _open_keep_alive(connection) -> KeepAliveStream:
+    return KeepAliveStream(connection)
+
+
+async def _open_watch(connection, key: bytes, streams: int, watchers: int, timeout: float) -> WatchFanOut:
+    fan_out = WatchFanOut(connection, key, streams, watchers)
+    await fan_out.start(timeout)
+    return fan_out

@@ -104,6 +104,8 @@ class Connection:
         self.maintenance = rpc_pb2_grpc.MaintenanceStub(channel)
         self.cluster = rpc_pb2_grpc.ClusterStub(channel)
         self.auth = rpc_pb2_grpc.AuthStub(channel)
+        self.lease = rpc_pb2_grpc.LeaseStub(channel)
+        self.watch = rpc_pb2_grpc.WatchStub(channel)
         self.metadata: tuple = ()
 
 

@@ -29,7 +29,9 @@ class KeySpace:
         self.value = os.urandom(settings.val_size)
         self.range_end = prefix_range_end(self.prefix)
         self._sequence = itertools.cycle(range(self.size)).__next__ if settings.sequential_keys else None
-        self._random_index = random.Random().randrange
+        generator = random.Random()
+        self._random_index = generator.randrange
+        self._sample = generator.sample
 
     def key(self, index: int) -> bytes:
         return self.prefix + b"%0*d" % (self.width, index)
@@ -37,6 +39,12 @@ class KeySpace:
     def next_key(self) -> bytes:
         index = self._sequence() if self._sequence is not None else self._random_index(self.size)
         return self.prefix + b"%0*d" % (self.width, index)
+
+    def distinct_keys(self, count: int) -> list[bytes]:
+        """``count`` different keys (a transaction may not name a key twice)."""
+        if self._sequence is not None:
+            return [self.next_key() for _ in range(count)]  # distinct as long as count <= size
+        return [self.key(index) for index in self._sample(range(self.size), count)]
 
     def all_keys(self) -> Iterator[bytes]:
         return (self.key(index) for index in range(self.size))

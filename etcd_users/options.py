@@ -10,6 +10,7 @@ from locust import events
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 DEFAULT_PREFIX = "/locust-etcd/"
 TARGETS = ("round-robin", "leader")
@@ -82,10 +83,42 @@ OPTIONS = (
         "Requests per second of each user on an intended schedule (0: closed loop, back to back). "
         "Late responses do not delay the schedule; latency from the intended send time is recorded too.",
     ),
+    Option("--etcd-txn-ops", 1, "Operations in each transaction of the txn-put and txn-mixed workloads."),
+    Option(
+        "--etcd-rw-ratio",
+        1.0,
+        "Reads per write in the txn-mixed workload (1.0: as many read transactions as write transactions).",
+    ),
+    Option("--etcd-watch-streams", 1, "Watch streams opened by each EtcdWatchUser."),
+    Option("--etcd-watchers-per-stream", 1, "Watchers on the user's key in each watch stream."),
+    Option(
+        "--etcd-mix",
+        "put:45,range:30,delete:25",
+        "Operation weights of EtcdMixedUser as NAME:WEIGHT,… with names put, range, range/linearizable, "
+        "range/serializable, delete, txn-put.",
+    ),
     Option("--etcd-cacert", "", "CA bundle (PEM) that signs the servers' certificates, for https:// endpoints."),
     Option("--etcd-cert", "", "Client certificate (PEM) for mutual TLS."),
     Option("--etcd-key", "", "Client private key (PEM) for mutual TLS.", secret=True),
     Option("--etcd-user", "", "etcd authentication as name:password.", secret=True),
+    Option(
+        "--etcd-metrics-urls",
+        "",
+        "Comma-separated Prometheus URLs of the members, one per endpoint in the same order (for etcd's "
+        "--listen-metrics-urls). Empty: each client URL + /metrics.",
+    ),
+    Option(
+        "--etcd-metrics-interval",
+        5.0,
+        "Seconds between polls of every member's /metrics during a run, written to PREFIX_etcd_metrics.csv with "
+        "--csv PREFIX (0: off).",
+    ),
+    Option(
+        "--etcd-skip-preflight",
+        False,
+        "Skip the start-up write burst (200 small puts under the prefix, deleted at once) that measures each "
+        "member's WAL fsync P99; versions and db size against quota are still reported.",
+    ),
 )
 
 
@@ -145,7 +178,16 @@ class EtcdSettings:
     consistency: str
     timeout: float
     user_rate: float
+    txn_ops: int
+    rw_ratio: float
+    watch_streams: int
+    watchers_per_stream: int
+    mix: tuple[tuple[str, float], ...]
     credentials: Credentials
+    # server metrics and the pre-flight report (etcd_users.server_metrics, etcd_users.preflight_report)
+    metrics_urls: tuple = ()  # of str, aligned with endpoints; empty: each endpoint's URL + /metrics
+    metrics_interval: float = 5.0
+    skip_preflight: bool = False
 
     @property
     def key_width(self) -> int:
@@ -165,6 +207,38 @@ def _read_pem(flag: str, path: str) -> bytes | None:
 def _positive(flag: str, value, allow_zero: bool = False):
     if value < 0 or (value == 0 and not allow_zero):
         raise SettingsError(f"{flag}: {value!r} must be {'zero or more' if allow_zero else 'greater than zero'}")
+    return value
+
+
+MIX_OPERATIONS = ("put", "range", "range/linearizable", "range/serializable", "delete", "txn-put")
+
+
+def parse_mix(text: str) -> tuple[tuple[str, float], ...]:
+    """``put:45,range:30,delete:25`` into ((name, weight), …)."""
+    mix = []
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        name, _, weight = item.partition(":")
+        try:
+            value = float(weight)
+        except ValueError:
+            value = -1.0
+        if name not in MIX_OPERATIONS or value < 0:
+            raise SettingsError(
+                f"--etcd-mix: {item!r} is not NAME:WEIGHT with a weight of zero or more and a name among "
+                f"{', '.join(MIX_OPERATIONS)}"
+            )
+        mix.append((name, value))
+    if not mix or sum(weight for _, weight in mix) <= 0:
+        raise SettingsError("--etcd-mix: give at least one operation with a positive weight, e.g. put:45,range:30")
+    return tuple(mix)
+
+
+def _txn_ops(value: int, key_space_size: int) -> int:
+    _positive("--etcd-txn-ops", value)
+    if value > key_space_size:
+        raise SettingsError(
+            f"--etcd-txn-ops: {value} puts need as many distinct keys, but --etcd-key-space-size is {key_space_size}"
+        )
     return value
 
 
@@ -220,8 +294,32 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
         consistency=options.etcd_consistency,
         timeout=_positive("--etcd-timeout", options.etcd_timeout),
         user_rate=_positive("--etcd-user-rate", options.etcd_user_rate, allow_zero=True),
+        txn_ops=_txn_ops(options.etcd_txn_ops, key_space_size),
+        rw_ratio=_positive("--etcd-rw-ratio", options.etcd_rw_ratio, allow_zero=True),
+        watch_streams=_positive("--etcd-watch-streams", options.etcd_watch_streams),
+        watchers_per_stream=_positive("--etcd-watchers-per-stream", options.etcd_watchers_per_stream),
+        mix=parse_mix(options.etcd_mix),
         credentials=credentials,
+        metrics_urls=_metrics_urls(options.etcd_metrics_urls, endpoints),
+        metrics_interval=_positive("--etcd-metrics-interval", options.etcd_metrics_interval, allow_zero=True),
+        skip_preflight=bool(options.etcd_skip_preflight),
     )
+
+
+def _metrics_urls(text: str, endpoints: list) -> tuple:
+    urls = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not urls:
+        return ()
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SettingsError(f"--etcd-metrics-urls: {url!r} is not a URL; write http://HOST:PORT/metrics")
+    if endpoints and len(urls) != len(endpoints):
+        raise SettingsError(
+            f"--etcd-metrics-urls: {len(urls)} URLs for {len(endpoints)} --etcd-endpoints; give one per endpoint, "
+            "in the same order, or none to use each client URL + /metrics"
+        )
+    return urls
 
 
 def option_reference() -> str:

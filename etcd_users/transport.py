@@ -100,6 +100,8 @@ class Bridge:
         self._wakeup = self._hub.loop.async_()
         self._wakeup.start(self._deliver_completions)
         self._loop = _new_event_loop()
+        self._stopped = _allocate_native_lock()
+        self._stopped.acquire()
         started = _allocate_native_lock()
         started.acquire()
         _start_native_thread(self._run_loop, (started,))
@@ -109,7 +111,13 @@ class Bridge:
         asyncio.set_event_loop(self._loop)
         self._loop.call_soon(started.release)
         self._loop.run_forever()
+        # finish what is still pending (stream readers, a rediscovery) so nothing is destroyed half-way at exit
+        pending = asyncio.all_tasks(self._loop)
+        for task in pending:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self._loop.close()
+        self._stopped.release()
 
     # gevent side
 
@@ -154,6 +162,7 @@ class Bridge:
                 self.call(cleanup)
         self._closed = True
         self._loop.call_soon_threadsafe(self._loop.stop)
+        self._stopped.acquire(True, timeout)  # the process may exit next: let the loop thread finish first
         self._wakeup.stop()
 
     # loop side

@@ -7,6 +7,9 @@ one: ``locust -f locustfile.py EtcdPutUser``.
 from locust import User, constant, task
 from locust.user.users import LOCUST_STATE_RUNNING
 
+import bisect
+import itertools
+import random
 import time
 from collections.abc import Callable
 
@@ -84,3 +87,100 @@ class SerializableRangeUser(_RangeUser):
     """Serializable reads (``range/serializable``): served from the member's local state, possibly stale."""
 
     serializable = True
+
+
+class EtcdTxnPutUser(EtcdUser):
+    """Transactions of ``--etcd-txn-ops`` puts (``txn-put``, like ``benchmark txn-put``)."""
+
+    @task
+    def txn_put(self) -> None:
+        self.repeat(self.etcd.txn_put)
+
+
+class EtcdTxnMixedUser(EtcdUser):
+    """Read or write transactions at ``--etcd-rw-ratio`` reads per write (``txn-mixed-read``/``-write``)."""
+
+    def on_start(self) -> None:
+        self.etcd.session.ensure_key_space()
+
+    @task
+    def txn_mixed(self) -> None:
+        self.repeat(self.etcd.txn_mixed)
+
+
+class EtcdDeleteUser(EtcdUser):
+    """Writes a key and deletes it again (``put`` then ``delete``), so every delete removes a key."""
+
+    @task
+    def put_then_delete(self) -> None:
+        keys, put, delete = self.etcd.keys, self.etcd.put, self.etcd.delete
+
+        def put_then_delete() -> None:
+            key = keys.next_key()
+            put(key, keys.value)
+            delete(key)
+
+        self.repeat(put_then_delete)
+
+
+class EtcdLeaseUser(EtcdUser):
+    """Grants one lease (``lease-grant``), then keeps it alive in a loop on one stream (``lease-keepalive``)."""
+
+    lease_ttl = 60
+    lease_id: int | None = None
+
+    def on_start(self) -> None:
+        granted = self.etcd.lease_grant(self.lease_ttl)
+        self.lease_id = granted.ID if granted is not None else None
+
+    @task
+    def keep_alive(self) -> None:
+        if self.lease_id is None:
+            self.on_start()  # the grant failed (and was counted): try again
+            return
+        lease_id, keep_alive = self.lease_id, self.etcd.lease_keep_alive
+        self.repeat(lambda: keep_alive(lease_id))
+
+    def on_stop(self) -> None:
+        self.etcd.stop_streams()
+        if self.lease_id is not None:
+            self.etcd.lease_revoke(self.lease_id)
+
+
+class EtcdWatchUser(EtcdUser):
+    """Watches one key of its own with ``--etcd-watch-streams`` × ``--etcd-watchers-per-stream`` watchers and puts
+    it in a loop: ``put`` rows, and one ``watch`` row per event received, timed from the put's acknowledgement."""
+
+    @task
+    def put_and_watch(self) -> None:
+        keys = self.etcd.keys
+        key, put_and_watch = keys.next_key(), self.etcd.put_and_watch
+        self.repeat(lambda: put_and_watch(key, keys.value))
+
+    def on_stop(self) -> None:
+        self.etcd.stop_streams()
+
+
+class EtcdMixedUser(EtcdUser):
+    """Operations drawn by the weights of ``--etcd-mix`` (default put 45, range 30, delete 25)."""
+
+    def on_start(self) -> None:
+        self.etcd.session.ensure_key_space()
+
+    @task
+    def mixed(self) -> None:
+        etcd, keys = self.etcd, self.etcd.keys
+        operations = {
+            "put": lambda: etcd.put(keys.next_key(), keys.value),
+            "range": lambda: etcd.range(keys.next_key()),
+            "range/linearizable": lambda: etcd.range(keys.next_key(), serializable=False),
+            "range/serializable": lambda: etcd.range(keys.next_key(), serializable=True),
+            "delete": lambda: etcd.delete(keys.next_key()),
+            "txn-put": etcd.txn_put,
+        }
+        mix = etcd.session.settings.mix
+        choices = [operations[name] for name, _ in mix]
+        cumulative = list(itertools.accumulate(weight for _, weight in mix))
+        draw = random.Random().random
+        total = cumulative[-1]
+        self.repeat(lambda: choices[bisect.bisect(cumulative, draw() * total)]())
