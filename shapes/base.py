@@ -195,5 +195,5 @@ def _validate_selected_shape(environment, **_kwargs) -> None:
     try:
         shape.settings_and_plan(environment.parsed_options)
     except ShapeSettingsError as error:
-        sys.stderr.write(f"{error}\n")
+        sys.stderr.write(f"locust-etcd: error: {error}\n")
         sys.exit(2)

@@ -1,0 +1,161 @@
+"""Command line: ``python -m analysis`` compares runs, ``summary`` prints etcd's benchmark report, ``errors``
+prints the error distribution. Input problems end with one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from analysis.benchmark_report import summary
+from analysis.load import AnalysisError, Run, load_run, normalize_prefix
+from analysis.measure import measure_run
+from analysis.report import markdown_notes, markdown_table, write_csv, write_html, write_markdown
+from analysis.tables import comparison_table, errors_table
+
+PROG = "python -m analysis"
+TITLE = "etcd load test comparison"
+
+WARMUP_HELP = (
+    "drop the first SECONDS of each run (from the shape's started_at, else the first history row); "
+    "with no value (or 'auto'), cut at the warmup_end the load shape recorded. "
+    "Put it after the prefixes or write --warmup=SECONDS"
+)
+SERIES_HELP = "latency series of the exact files: service time (default) or from the intended send time"
+
+
+def _warmup(value: str) -> float | str:
+    if value == "auto":
+        return "auto"
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or 'auto', got {value!r}") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError("seconds must not be negative")
+    return seconds
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--warmup", nargs="?", const="auto", type=_warmup, metavar="SECONDS", help=WARMUP_HELP)
+    parser.add_argument("--series", choices=("service", "intended"), default="service", help=SERIES_HELP)
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Compare load-test runs of etcd by QPS, P50/P90/P99/P99.9 and errors. "
+        f"Other commands: '{PROG} summary PREFIX' (etcd benchmark report), '{PROG} errors PREFIX...'.",
+        epilog="QPS = requests / measured duration: from the start of the first to the end of the last second with "
+        "requests in the run's history, after the warm-up cut.",
+    )
+    parser.add_argument("prefixes", nargs="+", metavar="PREFIX", help="what was passed to locust --csv")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write tables, charts and report.html here")
+    parser.add_argument("--baseline", metavar="PREFIX", help="add ratio columns against this run")
+    parser.add_argument("--names", help="comma-separated request names to show, e.g. put,range/serializable")
+    parser.add_argument("--labels", help="comma-separated run labels, one per PREFIX (default: basenames)")
+    _add_common(parser)
+    return parser
+
+
+def summary_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} summary", description="Print etcd benchmark's text report for a run, one per request name."
+    )
+    parser.add_argument("prefix", metavar="PREFIX")
+    parser.add_argument("--name", help="one request name, or Aggregated for all names together")
+    _add_common(parser)
+    return parser
+
+
+def errors_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"{PROG} errors", description="Error distribution by label per run.")
+    parser.add_argument("prefixes", nargs="+", metavar="PREFIX")
+    parser.add_argument("--labels", help="comma-separated run labels, one per PREFIX")
+    return parser
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [part.strip() for part in value.split(",") if part.strip()] if value else None
+
+
+def _labels(prefixes: list[str], given: str | None) -> list[str]:
+    labels = _split(given)
+    if labels is not None:
+        if len(labels) != len(prefixes):
+            raise AnalysisError(f"--labels gives {len(labels)} label(s) for {len(prefixes)} run(s)")
+        return labels
+    paths = [Path(normalize_prefix(prefix)) for prefix in prefixes]
+    labels = [path.name for path in paths]
+    repeated = {label for label, count in Counter(labels).items() if count > 1}
+    # Same basename in different directories (out/a/run, out/b/run): keep the parent to tell them apart.
+    return [f"{path.parent.name}/{path.name}" if path.name in repeated else path.name for path in paths]
+
+
+def load_runs(prefixes: list[str], labels: str | None) -> list[Run]:
+    return [load_run(prefix, label) for prefix, label in zip(prefixes, _labels(prefixes, labels), strict=True)]
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    runs = load_runs(args.prefixes, args.labels)
+    baseline = None
+    if args.baseline:
+        wanted = Path(normalize_prefix(args.baseline)).resolve()
+        baseline = next((run for run in runs if Path(run.prefix).resolve() == wanted), None)
+        if baseline is None:
+            baseline = load_run(args.baseline)
+            runs.insert(0, baseline)
+    names = _split(args.names)
+    measured = [measure_run(run, names, args.warmup, args.series) for run in runs]
+    if not any(run.measurements for run in measured):
+        raise AnalysisError(f"none of the runs has requests named {', '.join(names or [])}")
+    table = comparison_table(measured, baseline.label if baseline else None)
+    notes = [run.window_note for run in measured] + [note for run in measured for note in run.notes]
+    print(markdown_table(table))
+    if notes:
+        print()
+        print(markdown_notes(notes))
+    if args.out:
+        # matplotlib is only needed here; the other commands start faster without it.
+        from analysis.charts import write_charts
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        errors = errors_table(runs)
+        charts = write_charts(measured, table, args.out)
+        write_markdown(table, notes, args.out / "comparison.md", TITLE)
+        write_csv(table, args.out / "comparison.csv")
+        write_csv(errors, args.out / "errors.csv")
+        write_html(table, errors, notes, charts, args.out / "report.html", TITLE)
+        print(f"wrote comparison.md, comparison.csv, errors.csv, report.html and charts to {args.out}", file=sys.stderr)
+    return 0
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    run = load_run(args.prefix)
+    print(summary(run, args.name, args.warmup, args.series))
+    return 0
+
+
+def run_errors(args: argparse.Namespace) -> int:
+    runs = load_runs(args.prefixes, args.labels)
+    table = errors_table(runs)
+    print(markdown_table(table) if len(table) else "No failures.")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    commands = {"summary": (summary_parser, run_summary), "errors": (errors_parser, run_errors)}
+    try:
+        if argv and argv[0] in commands:
+            parser, command = commands[argv[0]]
+            return command(parser().parse_args(argv[1:]))
+        return run_compare(compare_parser().parse_args(argv))
+    except AnalysisError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

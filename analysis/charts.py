@@ -1,0 +1,153 @@
+"""Charts of a comparison, each written as PNG and SVG with matplotlib's Agg canvas (no display needed).
+
+- QPS over time, per run and request name;
+- P50 / P99 / P99.9 over time, one panel per request name;
+- grouped bars of QPS and P99 per run and request name, like the single-node vs cluster chart of seed 000.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from analysis.load import AGGREGATED
+from analysis.measure import RunMeasurement, run_start
+from analysis.tables import chart_rows
+
+# No creator/date metadata: the SVG is inlined in the HTML report, which must not name any URL.
+_SVG_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
+COLORS = [f"C{i}" for i in range(10)]
+_PERCENTILE_STYLES = {"p50": ("P50", ":"), "p99": ("P99", "-"), "p999": ("P99.9", "--")}
+
+
+def _save(figure: Figure, stem: Path) -> list[Path]:
+    FigureCanvasAgg(figure)
+    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
+    figure.savefig(png, dpi=110)
+    figure.savefig(svg, metadata=_SVG_METADATA)
+    return [png, svg]
+
+
+def _run_start(run: RunMeasurement) -> float:
+    return run_start(run.run, run.timeline) or 0.0
+
+
+def _plotted_names(run: RunMeasurement) -> list[str]:
+    """The names to draw for one run: its measured names when the timeline has them, else the aggregate."""
+    line = run.timeline
+    names = [m.name for m in run.measurements if m.name != AGGREGATED]
+    if line is None:
+        return []
+    if not line.per_name or not names:
+        return [AGGREGATED]
+    return names
+
+
+def _steps(rows: pd.DataFrame, values: pd.Series, run_start: float) -> tuple[list[float], list[float]]:
+    """Points drawing each interval's value flat from its start to its end (seconds since the run started)."""
+    x = [*(rows["start"] - run_start), float(rows["end"].iloc[-1] - run_start)] if len(rows) else []
+    y = [*values, float(values.iloc[-1])] if len(rows) else []
+    return x, y
+
+
+def _mark_cut(axes, run: RunMeasurement, color: str) -> None:
+    if run.cut_s is not None:
+        axes.axvline(run.cut_s - _run_start(run), color=color, linestyle=":", linewidth=1)
+
+
+def qps_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
+    """Requests per second over the run, one line per run and name; dotted verticals mark warm-up cuts."""
+    figure = Figure(figsize=(10, 4.5), layout="constrained")
+    axes = figure.add_subplot()
+    for index, run in enumerate(runs):
+        color = COLORS[index % len(COLORS)]
+        for style, name in zip(("-", "--", "-.", ":"), _plotted_names(run), strict=False):
+            rows = run.timeline.rows_for(name).sort_values("start")
+            qps = rows["requests"] / (rows["end"] - rows["start"])
+            axes.plot(
+                *_steps(rows, qps, _run_start(run)),
+                style,
+                drawstyle="steps-post",
+                color=color,
+                label=f"{run.run.label} · {name}",
+            )
+        _mark_cut(axes, run, color)
+    axes.set_title("QPS over time")
+    axes.set_xlabel("seconds since start of run")
+    axes.set_ylabel("requests / s")
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    if axes.lines:
+        axes.legend(fontsize="small")
+    return _save(figure, stem)
+
+
+def latency_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
+    """P50 (dotted), P99 (solid) and P99.9 (dashed) over time, a panel per name, a color per run."""
+    names = list(dict.fromkeys(name for run in runs for name in _plotted_names(run))) or [AGGREGATED]
+    figure = Figure(figsize=(10, 3.2 * len(names)), layout="constrained")
+    panels = figure.subplots(len(names), 1, squeeze=False, sharex=True)[:, 0]
+    for axes, name in zip(panels, names, strict=True):
+        for index, run in enumerate(runs):
+            if name not in _plotted_names(run):
+                continue
+            color = COLORS[index % len(COLORS)]
+            rows = run.timeline.rows_for(name).sort_values("start")
+            for column, (label, style) in _PERCENTILE_STYLES.items():
+                if column in rows and rows[column].notna().any():
+                    steps = _steps(rows, rows[column], _run_start(run))
+                    axes.plot(*steps, style, drawstyle="steps-post", color=color, label=f"{run.run.label} {label}")
+            _mark_cut(axes, run, color)
+        axes.set_title(f"{name}: latency over time ({_kinds(runs, name)})")
+        axes.set_ylabel("ms")
+        axes.set_ylim(bottom=0)
+        axes.grid(alpha=0.3)
+        if axes.lines:
+            axes.legend(fontsize="small", ncol=3)
+    panels[-1].set_xlabel("seconds since start of run")
+    return _save(figure, stem)
+
+
+def comparison_bars(table: pd.DataFrame, stem: Path) -> list[Path]:
+    """QPS and P99 side by side: a group per request name, a bar per run, values written on the bars."""
+    rows = chart_rows(table)
+    names = list(dict.fromkeys(rows["name"]))
+    labels = list(dict.fromkeys(rows["run"]))
+    figure = Figure(figsize=(max(8.0, 3.0 + 1.2 * len(names) * len(labels)), 4.8), layout="constrained")
+    width = 0.8 / max(len(labels), 1)
+    for position, (column, title) in enumerate((("QPS", "QPS (requests / s)"), ("P99 (ms)", "P99 latency (ms)"))):
+        axes = figure.add_subplot(1, 2, position + 1)
+        for index, label in enumerate(labels):
+            values = [_value(rows, label, name, column) for name in names]
+            offsets = [i + (index - (len(labels) - 1) / 2) * width for i in range(len(names))]
+            bars = axes.bar(offsets, values, width, label=label, color=COLORS[index % len(COLORS)])
+            decimals = 0 if column == "QPS" else 2
+            axes.bar_label(bars, labels=[f"{v:,.{decimals}f}" if v == v else "" for v in values], fontsize=7)
+        axes.set_xticks(range(len(names)), names, rotation=15 if len(names) > 3 else 0)
+        axes.set_title(title)
+        axes.grid(axis="y", alpha=0.3)
+        axes.legend(fontsize="small")
+    return _save(figure, stem)
+
+
+def write_charts(runs: list[RunMeasurement], table: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
+    """Write the three charts as PNG and SVG into ``out_dir``; return each chart's caption and SVG path."""
+    charts = {
+        "QPS over time": qps_over_time(runs, out_dir / "qps_over_time"),
+        "Latency over time": latency_over_time(runs, out_dir / "latency_over_time"),
+        "QPS and P99 per run": comparison_bars(table, out_dir / "comparison_bars"),
+    }
+    return {caption: paths[1] for caption, paths in charts.items()}
+
+
+def _value(rows: pd.DataFrame, run: str, name: str, column: str) -> float:
+    match = rows[(rows["run"] == run) & (rows["name"] == name)][column]
+    return float(match.iloc[0]) if len(match) and pd.notna(match.iloc[0]) else float("nan")
+
+
+def _kinds(runs: list[RunMeasurement], name: str) -> str:
+    kinds = {run.timeline.percentiles_kind for run in runs if run.timeline and name in _plotted_names(run)}
+    return "; ".join(sorted(kinds)) or "no history"

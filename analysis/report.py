@@ -1,0 +1,148 @@
+"""Writers for the comparison: Markdown, CSV, and one self-contained HTML page (inline SVG, no network)."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+# How each column is shown; CSV keeps more digits than the Markdown and HTML tables.
+DISPLAY_DECIMALS = {
+    "QPS": 1,
+    "error %": 2,
+    "% of failures": 1,
+    "% of requests": 3,
+    "QPS % of baseline": 1,
+    "P99 ×": 2,
+    "P99.9 ×": 2,
+    "avg ×": 2,
+}
+CSV_DECIMALS = {"QPS": 3, "error %": 4, "% of failures": 4, "% of requests": 4}
+LATENCY_DECIMALS = 3  # ms: the HDR histograms record microseconds
+RATIO_DECIMALS = 4
+
+
+def _decimals(column: str, for_csv: bool) -> int | None:
+    if column.endswith("(ms)"):
+        return LATENCY_DECIMALS
+    if for_csv:
+        return CSV_DECIMALS.get(column, RATIO_DECIMALS if column in DISPLAY_DECIMALS else None)
+    return DISPLAY_DECIMALS.get(column)
+
+
+def format_cell(column: str, value: object) -> str:
+    """A table cell as text: fixed decimals per column, an empty cell for a missing value."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    decimals = _decimals(column, for_csv=False)
+    if decimals is not None and isinstance(value, (int, float)):
+        return f"{float(value):.{decimals}f}"
+    return str(value)
+
+
+def _is_numeric(table: pd.DataFrame, column: str) -> bool:
+    return pd.api.types.is_numeric_dtype(table[column])
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table, numbers right-aligned."""
+    header = "| " + " | ".join(table.columns) + " |"
+    rule = "|" + "|".join("---:" if _is_numeric(table, c) else "---" for c in table.columns) + "|"
+    lines = [header, rule]
+    for _, row in table.iterrows():
+        cells = [format_cell(column, row[column]).replace("|", "\\|") for column in table.columns]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_notes(notes: list[str]) -> str:
+    return "\n".join(["Notes:", *(f"- {note}" for note in notes)]) if notes else ""
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> None:
+    rounded = table.copy()
+    for column in rounded.columns:
+        decimals = _decimals(column, for_csv=True)
+        if decimals is not None and _is_numeric(rounded, column):
+            rounded[column] = rounded[column].astype(float).round(decimals)
+    rounded.to_csv(path, index=False)
+
+
+def write_markdown(table: pd.DataFrame, notes: list[str], path: Path, title: str) -> None:
+    parts = [f"# {title}", markdown_table(table), markdown_notes(notes)]
+    path.write_text("\n\n".join(part for part in parts if part) + "\n", encoding="utf-8")
+
+
+def html_table(table: pd.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(str(column))}</th>" for column in table.columns)
+    body = []
+    for _, row in table.iterrows():
+        cells = []
+        for column in table.columns:
+            css = ' class="num"' if _is_numeric(table, column) else ""
+            cells.append(f"<td{css}>{html.escape(format_cell(column, row[column]))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
+
+
+_XML_PROLOG = re.compile(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>", re.DOTALL)
+_METADATA = re.compile(r"<metadata>.*?</metadata>", re.DOTALL)
+# Namespace declarations are identifiers, not links, but a page that must never reach the network is easier to
+# check without any URL in it; the HTML parser puts inline <svg> in the SVG namespace by itself.
+_NAMESPACES = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
+
+
+def inline_svg(path: Path) -> str:
+    """The SVG file's markup, ready to paste into an HTML page."""
+    svg = path.read_text(encoding="utf-8")
+    svg = _NAMESPACES.sub("", _METADATA.sub("", _XML_PROLOG.sub("", svg)))
+    return svg.strip()
+
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; }
+th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: 1.5em 0; }
+figure svg { max-width: 100%; height: auto; }
+.notes li { margin: 0.2em 0; }
+"""
+
+
+def write_html(
+    table: pd.DataFrame, errors: pd.DataFrame, notes: list[str], charts: dict[str, Path], path: Path, title: str
+) -> None:
+    """One page with the table, notes, error distribution and the charts inlined as SVG."""
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        '<head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_STYLE}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p>Generated {generated}. Latencies in milliseconds; source <em>exact</em> = the tool's HDR histograms, "
+        "<em>locust</em> = Locust's CSV (whole milliseconds).</p>",
+        "<h2>Comparison</h2>",
+        html_table(table),
+    ]
+    if notes:
+        parts += ['<ul class="notes">', *(f"<li>{html.escape(note)}</li>" for note in notes), "</ul>"]
+    parts += ["<h2>Errors</h2>", html_table(errors) if len(errors) else "<p>No failures.</p>"]
+    for caption, svg_path in charts.items():
+        parts += [
+            f"<h2>{html.escape(caption)}</h2>",
+            "<figure>",
+            inline_svg(svg_path),
+            "</figure>",
+        ]
+    parts += ["</body>", "</html>"]
+    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
