@@ -335,7 +335,7 @@ def test_init_refuses_bad_settings_before_the_run(capsys):
     with pytest.raises(SystemExit) as caught:
         _validate_selected_shape(environment=init_environment(StepSpikeShape()))
     assert caught.value.code == 2
-    assert capsys.readouterr().err == QPS_RATE_MESSAGE + "\n"
+    assert capsys.readouterr().err == "locust-etcd: error: " + QPS_RATE_MESSAGE + "\n"
 
 
 def test_init_accepts_good_settings_and_ignores_others():
