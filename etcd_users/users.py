@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import gevent
 
+from etcd_users import latency  # noqa: F401  (records every request's exact latency)
 from etcd_users.client import EtcdClient
 
 
@@ -41,7 +42,8 @@ class EtcdUser(User):
                 operation()
             return
         interval = 1.0 / rate
-        due = time.perf_counter()
+        # a random phase: users spawned together would otherwise fire together, in bursts
+        due = time.perf_counter() + random.uniform(0.0, interval)
         while self._state == LOCUST_STATE_RUNNING:
             delay = due - time.perf_counter()
             if delay > 0:
