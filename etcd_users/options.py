@@ -119,6 +119,13 @@ OPTIONS = (
         "Skip the start-up write burst (200 small puts under the prefix, deleted at once) that measures each "
         "member's WAL fsync P99; versions and db size against quota are still reported.",
     ),
+    Option(
+        "--etcd-sla",
+        "",
+        "Gates checked when the run ends, as [NAME:]METRIC<VALUE,… e.g. put:p99<15ms,range/serializable:p99.9<10ms,"
+        "errors<0.1%,qps>1000 (no NAME: all requests); each is printed with PASS or FAIL, and a failed gate "
+        "makes the exit code 3.",
+    ),
 )
 
 
@@ -188,6 +195,7 @@ class EtcdSettings:
     metrics_urls: tuple = ()  # of str, aligned with endpoints; empty: each endpoint's URL + /metrics
     metrics_interval: float = 5.0
     skip_preflight: bool = False
+    sla: tuple = ()  # of etcd_users.sla.Gate, checked when the run ends
 
     @property
     def key_width(self) -> int:
@@ -245,6 +253,7 @@ def _txn_ops(value: int, key_space_size: int) -> int:
 def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
     """Validate the parsed ``--etcd-*`` options (also as the web UI sends them) into settings."""
     from etcd_users.endpoints import parse_endpoints
+    from etcd_users.sla import parse_gates
 
     endpoints = parse_endpoints(options.etcd_endpoints)
     if options.etcd_local_members not in (1, 3):
@@ -303,6 +312,7 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
         metrics_urls=_metrics_urls(options.etcd_metrics_urls, endpoints),
         metrics_interval=_positive("--etcd-metrics-interval", options.etcd_metrics_interval, allow_zero=True),
         skip_preflight=bool(options.etcd_skip_preflight),
+        sla=parse_gates(getattr(options, "etcd_sla", "")),
     )
 
 

@@ -18,7 +18,7 @@ import gevent
 import gevent.lock
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users import transport
+from etcd_users import preflight_report, server_metrics, transport
 from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.endpoints import EndpointError, EndpointPool
 from etcd_users.keys import KeySpace, prefix_range_end
@@ -206,6 +206,8 @@ def _on_init(environment, runner=None, **_kwargs) -> None:
     except (SettingsError, EndpointError, ClusterError) as error:
         _fail(str(error))
     _run_settings = settings
+    # informs only (versions, db size against quota, fsync P99 under a short burst); never stops the run
+    preflight_report.report(settings, environment.parsed_options, _with_probe)
 
 
 @events.test_start.add_listener
@@ -226,15 +228,22 @@ def _on_test_start(environment, **_kwargs) -> None:
         return
     if not is_worker:
         _run_settings = settings
+        server_metrics.start_polling(environment, settings)
     session = _sessions.get(id(environment))
     if session is not None and session.settings != settings:
         _sessions.pop(id(environment), None)
         session.close()
 
 
+@events.test_stop.add_listener
+def _on_test_stop(environment, **_kwargs) -> None:
+    server_metrics.stop_polling(environment)  # with a last row per member: the state at the end
+
+
 @events.quit.add_listener
 def _on_quit(**_kwargs) -> None:
     # on quit, not quitting: Locust fires quitting before it stops users, whose calls would then fail
+    server_metrics.stop_polling()  # before the clean-up and the local etcd's end
     _close_sessions()
     if _run_settings is not None and _run_settings.cleanup:
         try:
