@@ -16,11 +16,12 @@ from dataclasses import replace
 
 import gevent
 import gevent.lock
+import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import preflight_report, server_metrics, transport
 from etcd_users.cluster import ClusterError, LocalCluster
-from etcd_users.endpoints import EndpointError, EndpointPool
+from etcd_users.endpoints import EndpointError, EndpointPool, error_detail
 from etcd_users.keys import KeySpace, prefix_range_end
 from etcd_users.options import EtcdSettings, SettingsError, settings_from_options
 
@@ -143,8 +144,25 @@ def _with_probe(settings: EtcdSettings, work):
     try:
         bridge.run(probe.open)
         return bridge.run(work, probe)
+    except grpc.aio.AioRpcError as error:
+        raise EndpointError(_access_problem(error, settings)) from None
     finally:
         bridge.run(probe.close)
+
+
+def _access_problem(error: grpc.aio.AioRpcError, settings: EtcdSettings) -> str:
+    """What an etcd refusal at start means for the options."""
+    prefix = settings.prefix.decode(errors="replace")
+    detail = error_detail(error)
+    if detail == "etcdserver: user name is empty":
+        return f"etcd has authentication enabled ({detail}); pass --etcd-user NAME:PASSWORD"
+    if detail == "etcdserver: permission denied":
+        return (
+            f"--etcd-user {settings.credentials.user!r} may not read and write {prefix!r} ({detail}); grant its role "
+            f"readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite {prefix!r}) or use "
+            "another --etcd-prefix"
+        )
+    return f"etcd refused the start-up check under {prefix!r}: {detail}"
 
 
 async def _count_prefix(pool: EndpointPool) -> int:
