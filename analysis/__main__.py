@@ -1,5 +1,6 @@
 """Command line: ``python -m analysis`` compares runs, ``summary`` prints etcd's benchmark report, ``errors``
-prints the error distribution. Input problems end with one line on stderr and exit status 2."""
+prints the error distribution, ``suite`` tabulates a benchmark suite's repeats. Input problems end with one line on
+stderr and exit status 2."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from analysis.benchmark_report import summary
 from analysis.load import AnalysisError, Run, load_run, normalize_prefix
 from analysis.measure import measure_run
 from analysis.report import markdown_notes, markdown_table, write_csv, write_html, write_markdown
+from analysis.suite import METRIC_KEYS, measure_suite, parse_metrics
+from analysis.suite import markdown as suite_markdown
+from analysis.suite import write_files as write_suite_files
 from analysis.tables import comparison_table, errors_table
 
 PROG = "python -m analysis"
@@ -46,7 +50,8 @@ def compare_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Compare load-test runs of etcd by QPS, P50/P90/P99/P99.9 and errors. "
-        f"Other commands: '{PROG} summary PREFIX' (etcd benchmark report), '{PROG} errors PREFIX...'.",
+        f"Other commands: '{PROG} summary PREFIX' (etcd benchmark report), '{PROG} errors PREFIX...', "
+        f"'{PROG} suite DIR' (a benchmark suite's table).",
         epilog="QPS = requests / measured duration: from the start of the first to the end of the last second with "
         "requests in the run's history, after the warm-up cut.",
     )
@@ -73,6 +78,20 @@ def errors_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"{PROG} errors", description="Error distribution by label per run.")
     parser.add_argument("prefixes", nargs="+", metavar="PREFIX")
     parser.add_argument("--labels", help="comma-separated run labels, one per PREFIX")
+    return parser
+
+
+def suite_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} suite",
+        description="Mean ± standard deviation over the repeats of a benchmark suite, one row per combination of "
+        "its axes and request name. Runs that failed or did not complete are named in the notes and left out.",
+    )
+    parser.add_argument("directory", type=Path, metavar="DIR", help="the --out directory of python -m etcd_users.suite")
+    parser.add_argument("--out", type=Path, metavar="OUTDIR", help="where to write the files (default DIR/analysis)")
+    parser.add_argument("--metrics", help=f"comma-separated columns to show (default all): {','.join(METRIC_KEYS)}")
+    parser.add_argument("--names", help="comma-separated request names to show, e.g. put,range/serializable")
+    _add_common(parser)
     return parser
 
 
@@ -144,9 +163,29 @@ def run_errors(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_suite(args: argparse.Namespace) -> int:
+    metrics = parse_metrics(args.metrics)
+    suite = measure_suite(args.directory, _split(args.names), args.warmup, args.series)
+    print(suite_markdown(suite, metrics))
+    if suite.notes:
+        print()
+        print(markdown_notes(suite.notes))
+    out = args.out or suite.directory / "analysis"
+    try:
+        written = write_suite_files(suite, metrics, out)
+    except OSError as error:  # an --out that cannot be written: a full disk, a read-only suite directory
+        raise AnalysisError(f"cannot write the files to {out}: {error}") from None
+    print(f"wrote {', '.join(written)} to {out}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    commands = {"summary": (summary_parser, run_summary), "errors": (errors_parser, run_errors)}
+    commands = {
+        "summary": (summary_parser, run_summary),
+        "errors": (errors_parser, run_errors),
+        "suite": (suite_parser, run_suite),
+    }
     try:
         if argv and argv[0] in commands:
             parser, command = commands[argv[0]]

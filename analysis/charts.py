@@ -2,7 +2,8 @@
 
 - QPS over time, per run and request name;
 - P50 / P99 / P99.9 over time, one panel per request name;
-- grouped bars of QPS and P99 per run and request name, like the single-node vs cluster chart of seed 000.
+- grouped bars of QPS and P99 per run and request name, like the single-node vs cluster chart of seed 000;
+- for a benchmark suite, grouped bars of the mean QPS and P99 over the repeats with stddev error bars.
 """
 
 from __future__ import annotations
@@ -131,6 +132,57 @@ def comparison_bars(table: pd.DataFrame, stem: Path) -> list[Path]:
         axes.grid(axis="y", alpha=0.3)
         axes.legend(fontsize="small")
     return _save(figure, stem)
+
+
+SUITE_PANELS = (("QPS", "QPS ±", "QPS (requests / s), mean ± sd"), ("P99 (ms)", "P99 ±", "P99 latency (ms), mean ± sd"))
+
+
+def suite_bars(rows: pd.DataFrame, stem: Path, group_title: str = "") -> list[Path]:
+    """Mean QPS and P99 with a ± stddev error bar each: a group per ``group`` (a setting of the suite's first axis),
+    a bar and color per ``series`` (the other settings), the mean written above each error bar."""
+    groups = list(dict.fromkeys(rows["group"]))
+    series = list(dict.fromkeys(rows["series"]))
+    figure = Figure(figsize=(max(8.0, 3.0 + 1.0 * len(groups) * len(series)), 5.2), layout="constrained")
+    width = 0.8 / max(len(series), 1)
+    for position, (column, spread, title) in enumerate(SUITE_PANELS):
+        axes = figure.add_subplot(1, 2, position + 1)
+        tops = []
+        for index, label in enumerate(series):
+            means = [_cell(rows, group, label, column) for group in groups]
+            # No error bar where there is no stddev (a single repeat).
+            errors = [0.0 if value != value else value for value in (_cell(rows, g, label, spread) for g in groups)]
+            offsets = [i + (index - (len(series) - 1) / 2) * width for i in range(len(groups))]
+            color = COLORS[index % len(COLORS)]
+            axes.bar(offsets, means, width, yerr=errors, capsize=3, label=label, color=color)
+            decimals = 0 if column == "QPS" else 2
+            for x, mean, error in zip(offsets, means, errors, strict=True):
+                if mean == mean:
+                    # Above the error bar, where the label cannot hide it.
+                    axes.annotate(
+                        f"{mean:,.{decimals}f}",
+                        (x, mean + error),
+                        xytext=(0, 2),
+                        textcoords="offset points",
+                        ha="center",
+                        va="bottom",
+                        fontsize=7,
+                    )
+                    tops.append(mean + error)
+        axes.set_xticks(range(len(groups)), groups, rotation=15 if len(groups) > 3 else 0)
+        if group_title:
+            axes.set_xlabel(group_title)
+        axes.set_title(title)
+        axes.set_ylim(0, max(tops, default=0) * 1.12 or 1)
+        axes.grid(axis="y", alpha=0.3)
+    # One legend for both panels, below them: the series are the same.
+    handles, labels = figure.axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncol=min(len(series), 3), fontsize="small")
+    return _save(figure, stem)
+
+
+def _cell(rows: pd.DataFrame, group: str, series: str, column: str) -> float:
+    match = rows[(rows["group"] == group) & (rows["series"] == series)][column]
+    return float(match.iloc[0]) if len(match) and pd.notna(match.iloc[0]) else float("nan")
 
 
 def write_charts(runs: list[RunMeasurement], table: pd.DataFrame, out_dir: Path) -> dict[str, Path]:

@@ -146,3 +146,10 @@ def write_html(
         ]
     parts += ["</body>", "</html>"]
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
+def html_page(title: str, body: list[str]) -> str:
+    """A whole page around ``body`` with the report's style: no script, stylesheet link or image reference."""
+    head = ["<!DOCTYPE html>", '<html lang="en">', '<head><meta charset="utf-8">']
+    head += [f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>"]
+    return "\n".join([*head, *body, "</body>", "</html>"]) + "\n"
