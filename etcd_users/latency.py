@@ -15,18 +15,22 @@ that saw every request. The master (or the single process) writes, with ``--csv 
 - ``PREFIX_latency.hlog``: the per-second histograms as an HdrHistogram interval log, for standard HDR tools.
 
 ``Count`` and ``Requests`` include failures (as Locust's request count does); failures have no latency.
+The files are refreshed every few seconds and completed at ``quit``, once the workers' last reports are in. On a
+master a second is written when it is 5 s old; a worker report later than that adds a second row for its second.
+
+Read it with ``recorder(environment).snapshot()`` (rows as in the CSV) or ``.histogram(type, name, series)``.
 """
 
 from locust import events
 from locust import runners as locust_runners
 from locust.env import Environment
+from locust.exception import RPCError
 
 import csv
 import logging
 import os
 import re
 import time
-import weakref
 from bisect import bisect_left
 from collections.abc import Iterable
 from datetime import datetime
@@ -34,6 +38,7 @@ from itertools import accumulate
 from typing import Any, NamedTuple, TextIO
 
 import gevent
+import gevent.lock
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogWriter
 
@@ -50,6 +55,7 @@ SIGNIFICANT_FIGURES = 3
 
 REPORT_KEY = "etcd_latency"
 REFRESH_SECONDS = 2.0
+LAST_REPORTS_TIMEOUT_SECONDS = 10.0
 # On the master a second is written once every worker has had the time to report it (reports every 3 s).
 LATE_GRACE_SECONDS = 2.0
 
@@ -204,7 +210,8 @@ class OutputFiles:
         csv.writer(self._history).writerow(HISTORY_COLUMNS)
         writer = TaggedLogWriter(self._hlog)
         writer.output_comment("[Histogram log format version 1.3]")
-        writer.output_start_time(started_at * 1000.0)
+        # Both on the whole second: readers skip intervals that start before StartTime.
+        writer.output_start_time(self._base_second * 1000.0)
         writer.output_base_time(self._base_second * 1000.0)
         writer.output_comment("Values are latencies in microseconds, Interval_Max in milliseconds.")
         writer.output_comment("Tags are TYPE:NAME:SERIES; one interval per second per tag.")
@@ -250,7 +257,7 @@ class LatencyRecorder:
     """The histograms of one environment (one per process); see the module docstring."""
 
     def __init__(self, environment: Environment) -> None:
-        self._environment = weakref.ref(environment)
+        self.environment = environment
         # Recording side, every process: the current second, and seconds closed since the last fold or report.
         self._open_second = 0
         self._open: dict[Key, HdrHistogram] = {}
@@ -265,10 +272,8 @@ class LatencyRecorder:
         self._started_at = _now()
         self._outputs: OutputFiles | None = None
         self._refresher: gevent.Greenlet | None = None
-
-    @property
-    def environment(self) -> Environment | None:
-        return self._environment()
+        self._late_reports_received = False
+        self._late_reports_lock = gevent.lock.Semaphore()
 
     # -- recording (hot path) --
 
@@ -281,7 +286,7 @@ class LatencyRecorder:
         context: Any = None,
         **_kwargs: Any,
     ) -> None:
-        """Listener of Locust's ``request`` event."""
+        """Listener of Locust's ``request`` event; ``response_time`` and the intended time in ms, unrounded."""
         second = int(_now())
         if second != self._open_second:
             self._roll(second)
@@ -365,6 +370,7 @@ class LatencyRecorder:
         """Fold this process's recorded seconds into the run's histograms (not on workers: theirs go to the master)."""
         if self._is_worker():
             return
+        self._receive_late_last_reports()
         self._roll(self._open_second)
         closed, self._closed = self._closed, []
         for second, histograms, failure_counts in closed:
@@ -458,6 +464,7 @@ class LatencyRecorder:
         self.reset_summary()
         self._pending, self._pending_failures = {}, {}
         self._last_sealed_second = -1
+        self._late_reports_received = False
         self._started_at = _now()
         if self._outputs is not None:
             self._outputs.close()
@@ -486,6 +493,43 @@ class LatencyRecorder:
         self.flush(final=True)
         self.close()
 
+    def _receive_late_last_reports(self) -> None:
+        """On a master that quit, take the workers' last reports that came after Locust stopped listening.
+
+        On quit Locust's master sends "quit" to the workers, listens 0.5 s for their last report, then kills its
+        listener: a worker slower than that (a loaded machine) loses its last seconds, in Locust's stats as in these
+        files. Once that listener is gone, listen on its socket until each worker has said "quit" (its last message).
+        Any reader after runner.quit() (files, snapshot, SLA gates) gets the run's complete figures.
+        """
+        runner = self._runner()
+        if self._late_reports_received or not isinstance(runner, locust_runners.MasterRunner) or len(runner.greenlet):
+            return  # done, not a master, or its own listener still runs
+        with self._late_reports_lock:
+            if not self._late_reports_received:
+                self._receive_until_workers_quit(runner)
+                self._late_reports_received = True
+
+    def _receive_until_workers_quit(self, runner: locust_runners.MasterRunner) -> None:
+        waiting = {node.id for node in runner.clients.values() if node.state != locust_runners.STATE_MISSING}
+        deadline = time.monotonic() + LAST_REPORTS_TIMEOUT_SECONDS
+        while waiting:
+            received = None
+            with gevent.Timeout(max(0.0, deadline - time.monotonic()), False):
+                try:
+                    received = runner.server.recv_from_client()
+                except RPCError as error:
+                    logger.warning("could not receive the workers' last reports: %s", error)
+            if received is None:
+                break
+            message = received[1]
+            if message.type == "stats":
+                self.environment.events.worker_report.fire(client_id=message.node_id, data=message.data)
+            elif message.type == "quit":
+                waiting.discard(message.node_id)
+                runner.clients.pop(message.node_id, None)
+        if waiting:
+            logger.warning("%d worker(s) sent no last report: their last seconds are missing", len(waiting))
+
     def _on_report_to_master(self, data: dict[str, Any], **_kwargs: Any) -> None:
         data[REPORT_KEY] = self.export_report()
 
@@ -500,12 +544,12 @@ class LatencyRecorder:
             self.reset_summary()
 
     def _on_spawning_complete(self, **_kwargs: Any) -> None:
-        environment = self._environment()
-        if environment is not None and environment.reset_stats:
+        if self.environment.reset_stats:
             self._on_reset_stats()  # --reset-stats: Locust resets its stats once users are spawned
 
-    def attach(self, environment: Environment) -> None:
-        events = environment.events
+    def attach(self) -> None:
+        """Listen to the environment's events (``recorder()`` does it once)."""
+        events = self.environment.events
         events.request.add_listener(self.record)
         events.report_to_master.add_listener(self._on_report_to_master)
         events.worker_report.add_listener(self._on_worker_report)
@@ -517,26 +561,26 @@ class LatencyRecorder:
         events.spawning_complete.add_listener(self._on_spawning_complete)
 
     def _runner(self) -> locust_runners.Runner | None:
-        environment = self._environment()
-        return environment.runner if environment is not None else None
+        return self.environment.runner
 
     def _options(self) -> Any:
-        environment = self._environment()
-        return environment.parsed_options if environment is not None else None
+        return self.environment.parsed_options
 
     def _is_worker(self) -> bool:
         return isinstance(self._runner(), locust_runners.WorkerRunner)
 
 
-_recorders: weakref.WeakKeyDictionary[Environment, LatencyRecorder] = weakref.WeakKeyDictionary()
+_RECORDER_ATTRIBUTE = "etcd_latency_recorder"
 
 
 def recorder(environment: Environment) -> LatencyRecorder:
     """The recorder of ``environment``, created and attached to its events on first use."""
-    found = _recorders.get(environment)
+    found = getattr(environment, _RECORDER_ATTRIBUTE, None)
     if found is None:
-        found = _recorders[environment] = LatencyRecorder(environment)
-        found.attach(environment)
+        found = LatencyRecorder(environment)
+        # kept on the environment itself: one per environment, gone with it
+        setattr(environment, _RECORDER_ATTRIBUTE, found)
+        found.attach()
     return found
 
 
