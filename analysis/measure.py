@@ -120,7 +120,7 @@ def measure_run(
     else:
         wanted = available + ([AGGREGATED] if len(available) > 1 else [])
 
-    window = measured_window(after_cut(line.totals(), cut_s)) if line else None
+    window = _exact_window(run, measured_window(after_cut(line.totals(), cut_s)) if line else None, cut_s)
     histograms = _histograms(run, cut_s, need_histograms, series)
     if cut_s is not None and histograms is None:
         notes.append(
@@ -144,7 +144,7 @@ def measure_run(
         count = int(run.exceptions["Count"].fillna(0).sum())
         notes.append(f"{run.label}: {count} exception(s) in user code, see {run.path('exceptions').name}.")
 
-    whole_run = measured_window(line.totals()) if line else None
+    whole_run = _exact_window(run, measured_window(line.totals()) if line else None, None)
     measurements = [_measure_name(run, name, series, line, cut_s, window, whole_run, histograms) for name in wanted]
     return RunMeasurement(run, measurements, window, cut_s, line, window_note, notes)
 
@@ -255,3 +255,18 @@ def _locust_value(run: Run, name: str, column: str) -> float | None:
         return None
     value = float(row[column])
     return None if math.isnan(value) else value
+
+
+def _exact_window(run: Run, window: Window | None, cut_s: float | None) -> Window | None:
+    """The window with the run's exact first and last request times (``_latency.csv``), when it has them.
+
+    History rows are whole seconds, and a run starts and ends inside its first and last ones: a 5 s run spread
+    over 7 rows must not read as 7 s.
+    """
+    if window is None or run.latency is None or not {"First", "Last"} <= set(run.latency.columns):
+        return window
+    first, last = run.latency["First"].min(), run.latency["Last"].max()
+    if pd.isna(first) or pd.isna(last) or last <= first:
+        return window
+    start = float(first) if cut_s is None else max(window.start, float(first))
+    return Window(start, min(window.end, float(last)))

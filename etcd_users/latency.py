@@ -62,6 +62,8 @@ LATE_GRACE_SECONDS = 2.0
 SUMMARY_COLUMNS = (
     *("Type", "Name", "Series", "Count", "Failures", "Min", "Mean"),
     *("P50", "P90", "P95", "P99", "P99.9", "P99.99", "Max"),
+    # the run's first and last request (unix seconds, all names): its exact duration, for QPS
+    *("First", "Last"),
 )
 SUMMARY_PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 HISTORY_COLUMNS = ("Timestamp", "Type", "Name", "Series", "Requests", "Failures", "QPS", "P50", "P99", "P99.9", "Max")
@@ -157,9 +159,10 @@ def format_ms(value_ms: float | None) -> str:
     return "" if value_ms is None else f"{value_ms:.3f}"
 
 
-def summary_fields(row: LatencyRow) -> list[str | int]:
+def summary_fields(row: LatencyRow, first: float | None = None, last: float | None = None) -> list[str | int]:
     """The ``_latency.csv`` fields of a row, in SUMMARY_COLUMNS order."""
-    return [row.type, row.name, row.series, row.count, row.failures, *map(format_ms, row[5:])]
+    window = ["" if moment is None else f"{moment:.3f}" for moment in (first, last)]
+    return [row.type, row.name, row.series, row.count, row.failures, *map(format_ms, row[5:]), *window]
 
 
 def history_fields(interval: SealedInterval) -> list[str | int | float]:
@@ -232,13 +235,13 @@ class OutputFiles:
                 hlog.output_tagged_interval(hlog_tag(interval.key), interval.histogram, start, 1.0, 1000.0)
         self._flush()
 
-    def write_summary(self, rows: list[LatencyRow]) -> None:
+    def write_summary(self, rows: list[LatencyRow], first: float | None = None, last: float | None = None) -> None:
         # Replaced whole and atomically: a reader never sees half a file.
         partial = self.summary_path + ".partial"
         with open(partial, "w", newline="") as summary:
             writer = csv.writer(summary)
             writer.writerow(SUMMARY_COLUMNS)
-            writer.writerows(summary_fields(row) for row in rows)
+            writer.writerows(summary_fields(row, first, last) for row in rows)
         os.replace(partial, self.summary_path)
 
     def _flush(self) -> None:
@@ -270,6 +273,10 @@ class LatencyRecorder:
         self._pending_failures: dict[int, dict[Key, int]] = {}
         self._last_sealed_second = -1
         self._started_at = _now()
+        # when the run's first and last requests were recorded here (or, merged, anywhere)
+        self.first_request: float | None = None
+        self.last_request: float | None = None
+        self._stats_reset_at: float | None = None
         self._outputs: OutputFiles | None = None
         self._refresher: gevent.Greenlet | None = None
         self._late_reports_received = False
@@ -287,9 +294,13 @@ class LatencyRecorder:
         **_kwargs: Any,
     ) -> None:
         """Listener of Locust's ``request`` event; ``response_time`` and the intended time in ms, unrounded."""
-        second = int(_now())
+        now = _now()
+        second = int(now)
         if second != self._open_second:
             self._roll(second)
+        if self.first_request is None:
+            self.first_request = now
+        self.last_request = now
         if exception is not None:
             self._count_failure(request_type, name, context)
             return
@@ -337,10 +348,17 @@ class LatencyRecorder:
                 intervals.append([second, *key, histogram.encode().decode("ascii")])
             for key, count in failure_counts.items():
                 failures.append([second, *key, count])
-        return {"intervals": intervals, "failures": failures}
+        return {"intervals": intervals, "failures": failures, "first": self.first_request, "last": self.last_request}
 
     def merge_report(self, report: dict[str, list]) -> None:
         """Add a worker's ``export_report()`` to the run's histograms."""
+        first, last = report.get("first"), report.get("last")
+        if first is not None and self._stats_reset_at is not None:
+            first = max(first, self._stats_reset_at)  # workers' first requests predate the master's "Reset stats"
+        if first is not None and (self.first_request is None or first < self.first_request):
+            self.first_request = first
+        if last is not None and (self.last_request is None or last > self.last_request):
+            self.last_request = last
         for second, request_type, name, series, payload in report.get("intervals", ()):
             self._add_interval(second, (request_type, name, series), HdrHistogram.decode(payload))
         for second, request_type, name, series, count in report.get("failures", ()):
@@ -416,7 +434,7 @@ class LatencyRecorder:
         outputs = self._output_files()
         if outputs is not None:
             outputs.append(sealed)
-            outputs.write_summary(self.snapshot())
+            outputs.write_summary(self.snapshot(), self.first_request, self.last_request)
 
     def _seal(self, horizon: int | None) -> list[SealedInterval]:
         """Take the pending seconds before ``horizon`` (all when None) out of memory, in file order."""
@@ -462,6 +480,7 @@ class LatencyRecorder:
         """Forget everything: a new run starts (on a worker, what is left is the previous run's tail)."""
         self._open, self._open_failures, self._closed = {}, {}, []
         self.reset_summary()
+        self._stats_reset_at = None
         self._pending, self._pending_failures = {}, {}
         self._last_sealed_second = -1
         self._late_reports_received = False
@@ -473,6 +492,8 @@ class LatencyRecorder:
     def reset_summary(self) -> None:
         """Forget the run's totals, keep its per-second history (Locust's "Reset stats")."""
         self._cumulative, self._failures = {}, {}
+        self.first_request = self.last_request = None
+        self._stats_reset_at = _now()
 
     def _on_test_start(self, **_kwargs: Any) -> None:
         if self._outputs is not None:

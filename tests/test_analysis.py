@@ -133,6 +133,17 @@ def test_fixture_latency_csv_agrees_with_its_hlog(runs: Path, prefix: str) -> No
 # --- comparison table ---------------------------------------------------------------------------------------------
 
 
+def test_qps_uses_the_exact_first_and_last_request_when_the_latency_csv_has_them(runs: Path) -> None:
+    # the run began 0.75 s into its first history second and ended 0.25 s into its last: 8.5 s, not 10 s
+    latency_csv = runs / "one_member_latency.csv"
+    frame = pd.read_csv(latency_csv)
+    frame["First"], frame["Last"] = f"{T0 + 0.75:.3f}", f"{T0 + 9.25:.3f}"
+    frame.to_csv(latency_csv, index=False)
+    put = row(compare(runs, "one_member"), "one_member", "put")
+    assert put["requests"] == 9000
+    assert put["QPS"] == pytest.approx(9000 / 8.5)
+
+
 def test_table_from_exact_files_over_the_whole_run(runs: Path) -> None:
     table = compare(runs, "one_member", "three_members")
     put = row(table, "one_member", "put")

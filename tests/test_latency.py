@@ -130,9 +130,12 @@ def test_merging_worker_reports_gives_one_process_figures(clock: Clock) -> None:
                 master.merge_report(worker.export_report())
     for worker in workers:
         master.merge_report(worker.export_report())
-        assert worker.export_report() == {"intervals": [], "failures": []}
+        report = worker.export_report()
+        assert (report["intervals"], report["failures"]) == ([], [])
 
     assert master.snapshot() == single.snapshot()
+    # the run's span is the same too: the first and the last request of all workers
+    assert (master.first_request, master.last_request) == (single.first_request, single.last_request)
     for key in [("etcd", "put", SERVICE), ("etcd", "range", INTENDED)]:
         merged, alone = master.histogram(*key), single.histogram(*key)
         assert merged.get_total_count() == alone.get_total_count() > 0
@@ -163,7 +166,7 @@ def test_failures_are_counted_not_recorded(clock: Clock) -> None:
     assert (intended.count, intended.failures, intended.max_ms) == (1, 1, None)
     delete = row_of(rows, "delete")
     assert (delete.count, delete.failures, delete.p50) == (1, 1, None)
-    assert latency.summary_fields(delete)[5:] == [""] * 9
+    assert latency.summary_fields(delete)[5:] == [""] * 11
     aggregated = rows[-1]
     assert (aggregated.type, aggregated.name, aggregated.series) == ("", "Aggregated", SERVICE)
     assert (aggregated.count, aggregated.failures, aggregated.min_ms) == (4, 3, 2.0)
@@ -185,7 +188,7 @@ def test_intended_series_only_when_the_context_has_it(clock: Clock) -> None:
 
 def test_csv_rows_are_milliseconds_with_microsecond_precision() -> None:
     row = LatencyRow("etcd", "put", SERVICE, 12, 2, 0.2, 1.23456, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 15.001)
-    assert latency.summary_fields(row) == [
+    assert latency.summary_fields(row, 1700000000.25, 1700000004.5) == [
         "etcd",
         "put",
         SERVICE,
@@ -200,6 +203,8 @@ def test_csv_rows_are_milliseconds_with_microsecond_precision() -> None:
         "5.000",
         "6.000",
         "15.001",
+        "1700000000.250",
+        "1700000004.500",
     ]
     histogram = histogram_of([250, 1000, 14_999])
     fields = latency.history_fields(SealedInterval(1_700_000_000, ("etcd", "put", SERVICE), histogram, 1))
