@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import gevent
 
-from etcd_users import latency  # noqa: F401  (records every request's exact latency)
+from etcd_users import latency, sla, webui  # noqa: F401  (register their Locust listeners)
 from etcd_users.client import EtcdClient
 
 

@@ -1,0 +1,59 @@
+"""What the reliability and security tests read from a Locust run: its rows, failure labels and refusal line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from support import read_csv_rows
+
+HEADLESS = ("-f", "locustfile.py", "--headless", "--only-summary")
+# Locust 2.47 closes its CSV files at shutdown without stopping the greenlet that writes them (locustio/locust#3486),
+# which then fails once if the exit lets it run; Locust's traceback, not this project's
+_LOCUST_CSV_WRITER_RACE = re.compile(
+    r"Traceback \(most recent call last\):\n(?:  .*\n)+ValueError: I/O operation on closed file\.\n"
+    r".*StatsCSVFileWriter\.stats_writer.* failed with ValueError\n?"
+)
+
+
+def assert_no_traceback(output: str) -> None:
+    assert "Traceback" not in _LOCUST_CSV_WRITER_RACE.sub("", output), output[-3000:]
+
+
+def stats_rows(csv_prefix: Path | str) -> dict[str, dict[str, str]]:
+    """``_stats.csv`` by request name, without the Aggregated row."""
+    return {row["Name"]: row for row in read_csv_rows(f"{csv_prefix}_stats.csv") if row["Name"] != "Aggregated"}
+
+
+def failure_labels(csv_prefix: Path | str) -> dict[str, int]:
+    """Occurrences of each failure label in ``_failures.csv``."""
+    labels: dict[str, int] = {}
+    for row in read_csv_rows(f"{csv_prefix}_failures.csv"):
+        labels[row["Error"]] = labels.get(row["Error"], 0) + int(row["Occurrences"])
+    return labels
+
+
+def history(csv_prefix: Path | str) -> list[tuple[int, int, int]]:
+    """(unix time, total requests, total failures) of each Aggregated row of ``_stats_history.csv``."""
+    return [
+        (int(row["Timestamp"]), int(row["Total Request Count"]), int(row["Total Failure Count"]))
+        for row in read_csv_rows(f"{csv_prefix}_stats_history.csv")
+        if row["Name"] == "Aggregated"
+    ]
+
+
+def refusal_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one line a refused start prints; fails unless the process exited 2 with that line and nothing else.
+
+    Locust's own log lines start with ``[timestamp]``; anything else on stderr (a traceback, a library's log
+    line) is noise a user has to read past.
+    """
+    assert result.returncode == 2, f"exit code {result.returncode}\n{result.stderr[-3000:]}"
+    assert_no_traceback(result.stdout + result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    unprefixed = [line for line in lines if not line.startswith("[")]
+    assert len(unprefixed) == 1, result.stderr
+    assert unprefixed[0].startswith("locust-etcd: error: "), result.stderr
+    assert [line for line in lines if "error" in line.lower()] == unprefixed, result.stderr
+    return unprefixed[0]
