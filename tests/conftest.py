@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # Tests import Locust's modules (shapes, options, the recorder), whose import patches the process with gevent.
 # Patch once, first, so that subprocess and threading are never used in both their patched and original forms.
-import locust  # noqa: F401, I001
+import locust  # noqa: F401
 
 import sys
 from collections.abc import Iterator
