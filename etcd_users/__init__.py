@@ -6,6 +6,11 @@ tests can use its parts without Locust's monkey patching.
 """
 
 import importlib
+import os
+
+# gRPC's C core logs a line of its own for each failed TLS handshake ("I1130 ... Handshake failed ..."); the
+# tool reports the failure itself, in one line. Set before any module imports grpc; an explicit value wins.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 _EXPORTS = {
     "EtcdClient": "etcd_users.client",

@@ -10,15 +10,23 @@ import random
 import time
 from collections.abc import Iterable
 
+import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import session
-from etcd_users.endpoints import INVALID_TOKEN_LABEL, LEADER_LOST_LABELS, error_label
+from etcd_users.endpoints import (
+    INVALID_TOKEN_LABEL,
+    LEADER_LOST_LABELS,
+    SLOW_MEMBER_LABELS,
+    EndpointError,
+    error_label,
+)
 from etcd_users.keys import KeySpace
 from etcd_users.streams import KeepAliveStream, WatchFanOut
 
 REQUEST_TYPE = "etcd"
+_OUTAGE_PAUSE = 0.05
 RANGE_NAMES = {False: "range/linearizable", True: "range/serializable"}
 
 
@@ -94,13 +102,18 @@ class EtcdClient:
         name: str = "txn",
     ) -> rpc_pb2.TxnResponse | None:
         request = rpc_pb2.TxnRequest(compare=compare, success=success, failure=failure)
-        for op in (*request.success, *request.failure):
+        self._check_ops((*request.success, *request.failure))
+        return self._call("Txn", request, name)
+
+    def _check_ops(self, ops: Iterable[rpc_pb2.RequestOp]) -> None:
+        for op in ops:
             kind = op.WhichOneof("request")
             if kind == "request_put":
                 self._check_prefix(op.request_put.key)
             elif kind == "request_delete_range":
                 self._check_prefix(op.request_delete_range.key, op.request_delete_range.range_end)
-        return self._call("Txn", request, name)
+            elif kind == "request_txn":  # etcd runs nested transactions too
+                self._check_ops((*op.request_txn.success, *op.request_txn.failure))
 
     def txn_put(self, ops: int | None = None, *, name: str = "txn-put") -> rpc_pb2.TxnResponse | None:
         """One transaction of ``--etcd-txn-ops`` puts to distinct keys (``benchmark txn-put``)."""
@@ -193,8 +206,9 @@ class EtcdClient:
     def _check_prefix(self, key: bytes, range_end: bytes = b"") -> None:
         keys = self.session.keys
         if not key.startswith(keys.prefix) or (range_end and not keys.prefix < range_end <= keys.range_end):
+            written = f"[{key!r}, {range_end!r})" if range_end else repr(key)
             raise KeyOutsidePrefixError(
-                f"{key!r} is outside --etcd-prefix {keys.prefix.decode(errors='replace')!r}; "
+                f"{written} is outside --etcd-prefix {keys.prefix.decode(errors='replace')!r}; "
                 "write only keys under the prefix"
             )
 
@@ -208,8 +222,14 @@ class EtcdClient:
         result, error, seconds = session.bridge.call(method, request, timeout=timeout, metadata=connection.metadata)
         if error is not None and session.settings.credentials.user and error_label(error) == INVALID_TOKEN_LABEL:
             # tokens expire when unused: get a new one and retry once, timed afresh
-            session.bridge.run(session.pool.authenticate, connection)
-            result, error, seconds = session.bridge.call(method, request, timeout=timeout, metadata=connection.metadata)
+            try:
+                session.bridge.run(session.pool.authenticate, connection)
+            except EndpointError:
+                pass  # counted under the original label; the next call tries again
+            else:
+                result, error, seconds = session.bridge.call(
+                    method, request, timeout=timeout, metadata=connection.metadata
+                )
         return self._report(name, result, error, seconds)
 
     def _report(self, name: str, result, error: BaseException | None, seconds: float):
@@ -232,8 +252,7 @@ class EtcdClient:
             )
             return result
         label = error_label(error)
-        if label in LEADER_LOST_LABELS:
-            pool.begin_outage(label)
+        if label in LEADER_LOST_LABELS or label in SLOW_MEMBER_LABELS:
             self.session.bridge.post(pool.rediscover)
         self._fire(
             request_type=REQUEST_TYPE,
@@ -243,6 +262,11 @@ class EtcdClient:
             exception=label,
             context=context,
         )
+        if label in LEADER_LOST_LABELS:
+            pool.begin_outage(label)
+            # a dead channel fails at once: without a pause a closed-loop user would spin on it, counting thousands
+            # of failures a second and taking the CPU that the surviving members need
+            gevent.sleep(_OUTAGE_PAUSE)
         return None
 
 

@@ -31,6 +31,8 @@ _CHANNEL_OPTIONS = (
 LEADER_LOST_LABELS = frozenset(
     {"etcdserver: leader changed", "etcdserver: no leader", "etcdserver: not leader", "UNAVAILABLE"}
 )
+# A member that stops answering in time (frozen, overloaded) is checked again too, without counting as an outage.
+SLOW_MEMBER_LABELS = frozenset({"DEADLINE_EXCEEDED"})
 INVALID_TOKEN_LABEL = "etcdserver: invalid auth token"
 _REDISCOVERY_INTERVAL = 0.2
 # a paused member must not hold up finding the leader for a whole --etcd-timeout
@@ -132,6 +134,8 @@ class EndpointPool:
         self.outage_started: float | None = None
         self._next_connection = None
         self._rediscovery: asyncio.Task | None = None
+        self._recheck: asyncio.TimerHandle | None = None
+        self._closed = False
         self._last_discovery = 0.0
         self._last_warning = ""
 
@@ -199,7 +203,8 @@ class EndpointPool:
             reasons = "; ".join(f"{s.endpoint.url}: {s.error}" for s in statuses)
             raise EndpointError(
                 f"no etcd endpoint answered within {timeout:g}s ({reasons}); "
-                "check --etcd-endpoints, --etcd-cacert and that etcd runs there"
+                "check --etcd-endpoints, --etcd-cacert, --etcd-cert and --etcd-key (when etcd asks for a client "
+                "certificate) and that etcd runs there"
             )
         dead = frozenset(status.endpoint for status in statuses if status.error is not None)
         for status in statuses:
@@ -209,7 +214,7 @@ class EndpointPool:
                 logger.info("etcd endpoint %s answers again; using it", status.endpoint.url)
         self.dead = dead
         if dead:  # look again later, to use the members that come back
-            asyncio.get_running_loop().call_later(_RECHECK_DEAD_INTERVAL, self.rediscover)
+            self._rediscover_later(_RECHECK_DEAD_INTERVAL)
         if self.settings.target == "leader":
             newest = max(alive, key=lambda status: status.raft_term)
             leader = next((s.endpoint for s in alive if s.member_id == newest.leader_id), None)
@@ -235,9 +240,13 @@ class EndpointPool:
             members = await connection.cluster.MemberList(
                 rpc_pb2.MemberListRequest(), timeout=self.settings.timeout, metadata=connection.metadata
             )
-            urls = ", ".join(url for m in members.members if m.ID == status.leader_id for url in m.clientURLs)
+            leader_urls = [url for m in members.members if m.ID == status.leader_id for url in m.clientURLs]
+            urls = ", ".join(leader_urls)
         except grpc.aio.AioRpcError:
-            pass
+            leader_urls = []
+        if any(endpoint.url in leader_urls for endpoint in self.dead):
+            # the members still name the leader they lost; an election follows
+            return f"the etcd leader (member {status.leader_id:x}, {urls}) does not answer; waiting for a new one"
         return (
             f"--etcd-target leader: the leader (member {status.leader_id:x}, {urls}) is not among --etcd-endpoints; "
             "add its client URL or use --etcd-target round-robin"
@@ -245,7 +254,7 @@ class EndpointPool:
 
     def rediscover(self) -> None:
         """Look for the leader (or the live members) again, once at a time and not too often."""
-        if self._rediscovery is not None and not self._rediscovery.done():
+        if self._closed or (self._rediscovery is not None and not self._rediscovery.done()):
             return
         if time.monotonic() - self._last_discovery < _REDISCOVERY_INTERVAL:
             return
@@ -259,11 +268,24 @@ class EndpointPool:
             if str(error) != self._last_warning:
                 logger.warning("%s; trying again", error)
             self._last_warning = str(error)
-            asyncio.get_running_loop().call_later(_REDISCOVERY_INTERVAL, self.rediscover)
+            self._rediscover_later(_REDISCOVERY_INTERVAL)
         else:
             self._last_warning = ""
 
+    def _rediscover_later(self, delay: float) -> None:
+        """One pending look at a time, and none once closed."""
+        if self._recheck is not None:
+            self._recheck.cancel()
+        if not self._closed:
+            self._recheck = asyncio.get_running_loop().call_later(delay, self.rediscover)
+
     async def close(self) -> None:
+        # a closed pool must not look for members again: its timers would call closed channels, forever
+        self._closed = True
+        if self._recheck is not None:
+            self._recheck.cancel()
+        if self._rediscovery is not None and not self._rediscovery.done():
+            self._rediscovery.cancel()
         await asyncio.gather(*(c.channel.close() for cs in self.connections.values() for c in cs))
 
     # gevent thread

@@ -6,6 +6,7 @@ from __future__ import annotations
 # Patch once, first, so that subprocess and threading are never used in both their patched and original forms.
 import locust  # noqa: F401
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,26 @@ REPO = Path(__file__).resolve().parent.parent
 # The project is not installed into the virtualenv: make `etcd_users`, `shapes` and `analysis` importable.
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+
+def _import_grpc_without_fork_support() -> None:
+    """gevent's subprocess forks in Python, which runs gRPC's fork handlers: with fork support on, a child of a
+    process that has used gRPC (the tests' etcd3 clients) restarts gRPC's pollers, closes their fds before exec and
+    aborts (SIGABRT, "epoll_wait error: Bad file descriptor") in about one spawn in five: etcd members and Locust runs
+    die at start. gRPC reads the variable once, at import; the children keep the environment they had.
+    """
+    before = os.environ.get("GRPC_ENABLE_FORK_SUPPORT")
+    os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
+    try:
+        import grpc  # noqa: F401
+    finally:
+        if before is None:
+            del os.environ["GRPC_ENABLE_FORK_SUPPORT"]
+        else:
+            os.environ["GRPC_ENABLE_FORK_SUPPORT"] = before
+
+
+_import_grpc_without_fork_support()  # before any test module imports grpc
 
 from etcd_users.cluster import ClusterError, LocalCluster  # noqa: E402
 
