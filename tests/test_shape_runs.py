@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
-from support import read_csv_rows, run_locust
+from support import read_csv_rows, run_locust, start_locust
 
 # levels of 6 s at 40, 80, 120 QPS, then a 3 s spike at 200 QPS: rates this machine sustains with room to spare
 STEP_SPIKE = (
@@ -59,3 +60,28 @@ def test_qps_shape_without_a_user_rate_is_refused_in_one_line():
         "locust-etcd: error: StepSpikeShape targets QPS: set --etcd-user-rate (requests/s per user), "
         "for example --etcd-user-rate 10"
     ) in result.stderr
+
+
+@pytest.mark.slow
+def test_a_frozen_server_shows_in_the_intended_latency_not_only_the_service_time(fresh_etcd1, tmp_out):
+    """Rate-driven users keep their schedule: requests due while etcd is frozen go out late, and their latency
+    from the intended send time (the `intended` series) shows the freeze that the service time hides."""
+    prefix = tmp_out / "frozen"
+    with start_locust(
+        "-f", "locustfile.py", "--headless", "--only-summary", "-u", "4", "-r", "4", "-t", "7s",
+        "--csv", str(prefix), "--etcd-endpoints", ",".join(fresh_etcd1.endpoints), "--etcd-user-rate", "50",
+        "--etcd-timeout", "10", "EtcdPutUser",
+    ) as locust:  # fmt: skip
+        time.sleep(3)
+        fresh_etcd1.pause_member(0)
+        time.sleep(1.5)
+        fresh_etcd1.resume_member(0)
+        result = locust.finish(timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {row["Series"]: row for row in read_csv_rows(f"{prefix}_latency.csv") if row["Name"] == "put"}
+    service, intended = rows["service"], rows["intended"]
+    assert int(intended["Count"]) == int(service["Count"]) > 0
+    # 4 users at 50/s: about 300 requests were due during the 1.5 s freeze; each user had one in flight
+    assert float(intended["P99"]) > 500
+    assert float(intended["Mean"]) > 2 * float(service["Mean"])
+    assert float(intended["P90"]) > float(service["P90"])
