@@ -1,5 +1,6 @@
 """``python -m etcd_users``: print the ``--etcd-*`` options (``locust --help`` cannot list a locustfile's own)."""
 
-from etcd_users.options import option_reference
+from etcd_users.arguments import reference_table
+from etcd_users.options import OPTIONS
 
-print(option_reference())
+print(reference_table(OPTIONS))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from etcd_users.keys import prefix_range_end
 from etcd_users.prometheus import fetch_metrics, metric_sum
 
 MISSING_BINARY_MESSAGE = (
@@ -301,7 +302,7 @@ class LocalCluster:
             ]
             if user is not None:
                 permission = auth_pb2.Permission(
-                    permType=auth_pb2.Permission.READWRITE, key=prefix_bytes, range_end=_prefix_end(prefix_bytes)
+                    permType=auth_pb2.Permission.READWRITE, key=prefix_bytes, range_end=prefix_range_end(prefix_bytes)
                 )
                 calls += [
                     (auth.RoleAdd, rpc_pb2.AuthRoleAddRequest(name=user)),
@@ -502,17 +503,6 @@ class LocalCluster:
 
 class _PortTaken(ClusterError):
     """A member could not bind its port (start() retries once with new ports)."""
-
-
-def _prefix_end(prefix: bytes) -> bytes:
-    # etcd_users.keys.prefix_range_end, not imported: that module loads Locust and its monkey patching
-    end = bytearray(prefix)
-    while end:
-        if end[-1] < 0xFF:
-            end[-1] += 1
-            return bytes(end)
-        end.pop()
-    return b"\0"
 
 
 def _free_ports(count: int) -> list[int]:

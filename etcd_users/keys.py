@@ -1,11 +1,15 @@
 """Keys and values: fixed sizes, a bounded key space under the prefix, random or sequential order."""
 
+from __future__ import annotations
+
 import itertools
 import os
 import random
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from etcd_users.options import EtcdSettings
+if TYPE_CHECKING:  # importing the options would load Locust: the local cluster uses this module without it
+    from etcd_users.options import EtcdSettings
 
 
 def prefix_range_end(prefix: bytes) -> bytes:

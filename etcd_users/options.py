@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from etcd_users.arguments import Option, add_option_group
+
 DEFAULT_PREFIX = "/locust-etcd/"
 TARGETS = ("round-robin", "leader")
 CONSISTENCIES = ("l", "s")
@@ -19,23 +21,6 @@ CONSISTENCIES = ("l", "s")
 
 class SettingsError(ValueError):
     """Bad input, told in one line that names the option and the fix."""
-
-
-@dataclass(frozen=True)
-class Option:
-    flag: str
-    default: object
-    help: str
-    secret: bool = False
-    choices: tuple | None = None
-
-    @property
-    def dest(self) -> str:
-        return self.flag[2:].replace("-", "_")
-
-    @property
-    def env_var(self) -> str:
-        return self.flag[2:].replace("-", "_").upper()
 
 
 OPTIONS = (
@@ -129,33 +114,11 @@ OPTIONS = (
 )
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "etcd", "etcd v3 gRPC load (each option also reads the environment variable shown)"
-    )
-    for option in OPTIONS:
-        kwargs: dict = {
-            "dest": option.dest,
-            "default": option.default,
-            "env_var": option.env_var,
-            "help": f"{option.help} [env {option.env_var}, default {option.default!r}]",
-        }
-        if isinstance(option.default, bool):
-            kwargs["action"] = "store_true"
-        else:
-            kwargs["type"] = type(option.default)
-            kwargs["metavar"] = option.dest.removeprefix("etcd_").upper()
-        action = group.add_argument(option.flag, **kwargs)
-        # what LocustArgumentParser.add_argument sets; an argument group's add_argument does not know these
-        action.include_in_web_ui = True
-        action.is_secret = option.secret
-        action.is_required = False
-        action.is_multiple = False
-
-
 @events.init_command_line_parser.add_listener
 def _register(parser, **_kwargs) -> None:
-    add_options(parser)
+    add_option_group(
+        parser, "etcd", "etcd v3 gRPC load (each option also reads the environment variable shown)", OPTIONS
+    )
 
 
 @dataclass(frozen=True)
@@ -330,12 +293,3 @@ def _metrics_urls(text: str, endpoints: list) -> tuple:
             "in the same order, or none to use each client URL + /metrics"
         )
     return urls
-
-
-def option_reference() -> str:
-    """The options as a Markdown table: ``locust --help`` answers before it loads a locustfile."""
-    lines = ["| option | environment variable | default | meaning |", "|---|---|---|---|"]
-    for option in OPTIONS:
-        choices = f" One of: {', '.join(map(str, option.choices))}." if option.choices else ""
-        lines.append(f"| `{option.flag}` | `{option.env_var}` | `{option.default!r}` | {option.help}{choices} |")
-    return "\n".join(lines)

@@ -11,22 +11,9 @@ import math
 import sys
 from dataclasses import dataclass
 
+from etcd_users.arguments import Option, add_option_group, reference_table
+
 GROUP_TITLE = "etcd load shapes"
-
-
-@dataclass(frozen=True)
-class Option:
-    flag: str
-    default: object
-    help: str
-
-    @property
-    def dest(self) -> str:
-        return self.flag[2:].replace("-", "_")
-
-    @property
-    def env_var(self) -> str:
-        return self.dest.upper()
 
 
 OPTIONS = (
@@ -74,29 +61,9 @@ OPTIONS = (
 DEFAULTS = {option.dest: option.default for option in OPTIONS}
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """Add the ``--shape-*`` options to Locust's parser, once per parser."""
-    if OPTIONS[0].flag in getattr(parser, "_option_string_actions", {}):
-        return  # already added, e.g. by this module imported a second time under another name
-    group = parser.add_argument_group(GROUP_TITLE, "Load profiles of the shapes/ classes (each option has an env var)")
-    for option in OPTIONS:
-        action = group.add_argument(
-            option.flag,
-            dest=option.dest,
-            type=type(option.default),
-            default=option.default,
-            metavar=option.dest.removeprefix("shape_").upper(),
-            env_var=option.env_var,
-            help=f"{option.help} [env {option.env_var}, default {option.default!r}]",
-        )
-        # An argument group's add_argument() lacks LocustArgumentParser's web UI keywords; set what it would set.
-        action.include_in_web_ui = True
-        action.is_secret = action.is_required = action.is_multiple = False
-
-
 @events.init_command_line_parser.add_listener
 def _register(parser, **_kwargs) -> None:
-    add_options(parser)
+    add_option_group(parser, GROUP_TITLE, "Load profiles of the shapes/ classes (each option has an env var)", OPTIONS)
 
 
 class ShapeSettingsError(ValueError):
@@ -228,13 +195,5 @@ def _default_of(flag: str):
     return DEFAULTS.get(_dest(flag), 10.0)
 
 
-def option_reference() -> str:
-    """The options as a Markdown table, for the README."""
-    lines = ["| option | environment variable | default | meaning |", "|---|---|---|---|"]
-    for option in OPTIONS:
-        lines.append(f"| `{option.flag}` | `{option.env_var}` | `{option.default!r}` | {option.help} |")
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    sys.stdout.write(option_reference() + "\n")
+    sys.stdout.write(reference_table(OPTIONS) + "\n")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from support import read_csv_rows
 
-HEADLESS = ("-f", "locustfile.py", "--headless", "--only-summary")
 # Locust 2.47 closes its CSV files at shutdown without stopping the greenlet that writes them (locustio/locust#3486),
 # which then fails once if the exit lets it run; Locust's traceback, not this project's
 _LOCUST_CSV_WRITER_RACE = re.compile(

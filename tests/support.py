@@ -15,6 +15,7 @@ from etcd_users.cluster import LocalCluster
 from etcd_users.prometheus import fetch_metrics, metric_sum
 
 REPO = Path(__file__).resolve().parent.parent
+HEADLESS = ("-f", "locustfile.py", "--headless", "--only-summary")
 OUTPUT_TAIL_CHARS = 4000
 
 
@@ -111,6 +112,14 @@ def start_locust(
         )
     process.stdout_path, process.stderr_path = stdout_path, stderr_path
     return process
+
+
+def headless_args(
+    cluster: LocalCluster, csv_prefix: Path | str, *args: str, users: int = 4, seconds: int = 2
+) -> list[str]:
+    """A headless run of ``users`` users for ``seconds`` against ``cluster``, its CSV files at ``csv_prefix``."""
+    timing = ("-u", str(users), "-r", str(users), "-t", f"{seconds}s")
+    return [*HEADLESS, *timing, "--csv", str(csv_prefix), "--etcd-endpoints", ",".join(cluster.endpoints), *args]
 
 
 def member_counter(cluster: LocalCluster, method: str) -> list[float]:

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from checks import HEADLESS, assert_no_traceback, failure_labels, history, stats_rows
-from support import LocustProcess, member_counter, start_locust
+from checks import assert_no_traceback, failure_labels, history, stats_rows
+from support import LocustProcess, headless_args, member_counter, start_locust
 
 from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.prometheus import fetch_metrics, metric_sum
@@ -44,20 +44,7 @@ def own_cluster(members: int, *extra_args: str) -> Iterator[LocalCluster]:
 
 def start_run(cluster: LocalCluster, out: Path, user_class: str, *args: str, users: int, seconds: int):
     return start_locust(
-        *HEADLESS,
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        f"{seconds}s",
-        "--csv",
-        str(out / "run"),
-        "--etcd-endpoints",
-        ",".join(cluster.endpoints),
-        *args,
-        user_class,
-        log_dir=out,
+        *headless_args(cluster, out / "run", *args, user_class, users=users, seconds=seconds), log_dir=out
     )
 
 

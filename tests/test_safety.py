@@ -7,8 +7,8 @@ import re
 
 import pytest
 from certs import etcd_client
-from checks import HEADLESS, assert_no_traceback, refusal_line, stats_rows
-from support import read_csv_rows, run_locust
+from checks import assert_no_traceback, refusal_line, stats_rows
+from support import HEADLESS, headless_args, read_csv_rows, run_locust
 
 from etcd_users.cluster import LocalCluster
 
@@ -40,22 +40,9 @@ def prefix_count(client) -> int:
 
 
 def run(cluster: LocalCluster, out, *args: str, locustfile: str = "locustfile.py", users: int = 4, seconds: int = 2):
-    headless = tuple(locustfile if item == "locustfile.py" else item for item in HEADLESS)
-    return run_locust(
-        *headless,
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        f"{seconds}s",
-        "--csv",
-        str(out / "run"),
-        "--etcd-endpoints",
-        cluster.endpoints[0],
-        *args,
-        timeout=90,
-    )
+    command = headless_args(cluster, out / "run", *args, users=users, seconds=seconds)
+    command[1] = locustfile
+    return run_locust(*command, timeout=90)
 
 
 def test_neighbours_of_the_prefix_survive_a_run_and_its_cleanup(fresh_etcd1, tmp_out):

@@ -14,8 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 from certs import Certs, etcd_client, make_certs
-from checks import HEADLESS, assert_no_traceback, failure_labels, refusal_line, stats_rows
-from support import REPO, member_counter, run_locust
+from checks import assert_no_traceback, failure_labels, refusal_line, stats_rows
+from support import HEADLESS, REPO, headless_args, member_counter, run_locust
 
 from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.prometheus import fetch_metrics, metric_sum
@@ -72,24 +72,8 @@ def auth_etcd(certs) -> Iterator[LocalCluster]:
 
 def put_run(cluster: LocalCluster, out: Path, *args: str, users: int = 4, seconds: int = 2):
     """A headless EtcdPutUser run; ``args`` come after the endpoints and may add the TLS and auth options."""
-    return run_locust(
-        *HEADLESS,
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        f"{seconds}s",
-        "--csv",
-        str(out / "run"),
-        "--etcd-endpoints",
-        ",".join(cluster.endpoints),
-        "--etcd-timeout",
-        "3",
-        *args,
-        "EtcdPutUser",
-        timeout=90,
-    )
+    args = ("--etcd-timeout", "3", *args, "EtcdPutUser")
+    return run_locust(*headless_args(cluster, out / "run", *args, users=users, seconds=seconds), timeout=90)
 
 
 def assert_clean_puts(result, out: Path) -> int:

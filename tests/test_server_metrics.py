@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import gevent
 import pytest
-from support import read_csv_rows, run_locust
+from support import headless_args, read_csv_rows, run_locust
 
 from etcd_users.cluster import LocalCluster
 from etcd_users.endpoints import Endpoint, MemberStatus
@@ -44,7 +44,6 @@ from etcd_users.server_metrics import (
     row_fields,
 )
 
-HEADLESS = ("-f", "locustfile.py", "--headless", "--only-summary")
 INF = math.inf
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -315,14 +314,8 @@ def scrape(url: str) -> Scrape:
 
 
 def run(cluster: LocalCluster, out: Path, *args: str, users: int = 4, seconds: int = 6):
-    result = run_locust(
-        *HEADLESS,
-        *("-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--csv", str(out / "run")),
-        *("--etcd-endpoints", ",".join(cluster.endpoints), "--etcd-prefix", "/test-server-metrics/"),
-        *args,
-        "EtcdPutUser",
-        timeout=90,
-    )
+    args = ("--etcd-prefix", "/test-server-metrics/", *args, "EtcdPutUser")
+    result = run_locust(*headless_args(cluster, out / "run", *args, users=users, seconds=seconds), timeout=90)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     return result
 

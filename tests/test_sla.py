@@ -4,14 +4,11 @@ import locust  # noqa: F401  (gevent patching before anything else loads)
 
 import pytest
 from checks import assert_no_traceback
-from support import read_csv_rows, run_locust
+from support import HEADLESS, headless_args, read_csv_rows, run_locust
 
 from etcd_users import latency
 from etcd_users.options import SettingsError
 from etcd_users.sla import SLA_EXIT_CODE, Gate, Measurements, SlaError, evaluate, parse_gate, parse_gates
-
-HEADLESS = ("-f", "locustfile.py", "--headless", "--only-summary")
-
 
 # -- parsing --
 
@@ -148,11 +145,8 @@ def sla_lines(output: str) -> list[str]:
 
 def put_run(cluster, out, sla: str):
     prefix = out / "run"
-    result = run_locust(
-        *HEADLESS, "-u", "4", "-r", "4", "-t", "2s", "--csv", str(prefix),
-        "--etcd-endpoints", ",".join(cluster.endpoints), "--etcd-cleanup", "--etcd-sla", sla, "EtcdPutUser",
-        timeout=90,
-    )  # fmt: skip
+    args = ("--etcd-cleanup", "--etcd-sla", sla, "EtcdPutUser")
+    result = run_locust(*headless_args(cluster, prefix, *args), timeout=90)
     assert_no_traceback(result.stderr)
     return result, prefix
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import etcd3
 import pytest
-from support import member_counter, read_csv_rows, run_locust
+from support import HEADLESS, headless_args, member_counter, read_csv_rows, run_locust
 
 from etcd_users.cluster import LocalCluster
-
-HEADLESS = ("-f", "locustfile.py", "--headless", "--only-summary")
 
 
 def stats_rows(prefix) -> dict[str, dict[str, str]]:
@@ -18,21 +16,8 @@ def stats_rows(prefix) -> dict[str, dict[str, str]]:
 def run_workload(cluster: LocalCluster, out, *args: str, users: int = 8, seconds: int = 3, cleanup: bool = True):
     """A headless run; with ``cleanup`` it leaves the shared cluster's prefix empty for the next test."""
     prefix = out / "run"
-    result = run_locust(
-        *HEADLESS,
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        f"{seconds}s",
-        "--csv",
-        str(prefix),
-        "--etcd-endpoints",
-        ",".join(cluster.endpoints),
-        *(("--etcd-cleanup",) if cleanup else ()),
-        *args,
-    )
+    cleanup_args = ("--etcd-cleanup",) if cleanup else ()
+    result = run_locust(*headless_args(cluster, prefix, *cleanup_args, *args, users=users, seconds=seconds))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     return stats_rows(prefix)

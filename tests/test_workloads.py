@@ -3,34 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from support import member_counter, read_csv_rows, run_locust
+from support import headless_args, member_counter, read_csv_rows, run_locust
 
 from etcd_users.prometheus import fetch_metrics, metric_sum
 
 
 def run(cluster, out, user_class: str, *args: str, users: int = 4, seconds: int = 3) -> dict[str, dict[str, str]]:
     prefix = out / user_class
-    result = run_locust(
-        "-f",
-        "locustfile.py",
-        "--headless",
-        "--only-summary",
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        f"{seconds}s",
-        "--csv",
-        str(prefix),
-        "--etcd-endpoints",
-        ",".join(cluster.endpoints),
-        "--etcd-key-space-size",
-        "300",
-        "--etcd-cleanup",
-        *args,
-        user_class,
-    )
+    args = ("--etcd-key-space-size", "300", "--etcd-cleanup", *args, user_class)
+    result = run_locust(*headless_args(cluster, prefix, *args, users=users, seconds=seconds))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     rows = {row["Name"]: row for row in read_csv_rows(f"{prefix}_stats.csv") if row["Name"] != "Aggregated"}
