@@ -25,6 +25,8 @@ LEADER_OR_MEMBER_LOST = {
     "etcdserver: not leader",
     "etcdserver: request timed out",
     "UNAVAILABLE",
+    # a call in flight to a member as it stops can wait out its deadline instead of failing at once
+    "DEADLINE_EXCEEDED",
 }
 GAP_LINE = re.compile(r"etcd: requests succeed again (\d+\.\d\d)s after the first failure")
 
