@@ -6,6 +6,7 @@ runs users opens its own pool on first use, after Locust has forked.
 """
 
 from locust import events
+from locust.exception import StopUser
 from locust.runners import WorkerRunner
 
 import asyncio
@@ -85,6 +86,7 @@ class Session:
 
 
 _sessions: dict[int, Session] = {}
+_last_session_error = [""]
 _session_lock = gevent.lock.Semaphore()
 _local_cluster: LocalCluster | None = None
 _run_settings: EtcdSettings | None = None  # the master's (or single process's), for the clean-up at the end
@@ -97,7 +99,15 @@ def current(environment) -> Session:
         with _session_lock:
             session = _sessions.get(id(environment))
             if session is None:
-                session = Session(settings_from_options(environment.parsed_options))
+                try:
+                    session = Session(settings_from_options(environment.parsed_options))
+                except (SettingsError, EndpointError) as error:
+                    # a worker's users cannot start (the master checked the endpoints, but this process may not
+                    # reach them): one line for the process, not a traceback per user
+                    if str(error) != _last_session_error[0]:
+                        logger.error("locust-etcd: error: %s", error)
+                        _last_session_error[0] = str(error)
+                    raise StopUser() from None
                 _sessions[id(environment)] = session
     return session
 

@@ -20,7 +20,11 @@ from etcd_users.client import EtcdClient
 
 
 class EtcdUser(User):
-    """A user with an instrumented etcd client as ``self.etcd``; connections are shared by the process."""
+    """A user with an instrumented etcd client as ``self.etcd``; connections are shared by the process.
+
+    The ready workloads prepare inside their task, not in ``on_start``: a process that cannot reach etcd stops
+    its users there with one logged line, where Locust would print a traceback per user from ``on_start``.
+    """
 
     abstract = True
     wait_time = constant(0)
@@ -66,11 +70,9 @@ class _RangeUser(EtcdUser):
     abstract = True
     serializable: bool | None = None  # None: --etcd-consistency decides
 
-    def on_start(self) -> None:
-        self.etcd.session.ensure_key_space()
-
     @task
     def range(self) -> None:
+        self.etcd.session.ensure_key_space()
         keys, get, serializable = self.etcd.keys, self.etcd.range, self.serializable
         self.repeat(lambda: get(keys.next_key(), serializable=serializable))
 
@@ -102,11 +104,9 @@ class EtcdTxnPutUser(EtcdUser):
 class EtcdTxnMixedUser(EtcdUser):
     """Read or write transactions at ``--etcd-rw-ratio`` reads per write (``txn-mixed-read``/``-write``)."""
 
-    def on_start(self) -> None:
-        self.etcd.session.ensure_key_space()
-
     @task
     def txn_mixed(self) -> None:
+        self.etcd.session.ensure_key_space()
         self.repeat(self.etcd.txn_mixed)
 
 
@@ -131,15 +131,13 @@ class EtcdLeaseUser(EtcdUser):
     lease_ttl = 60
     lease_id: int | None = None
 
-    def on_start(self) -> None:
-        granted = self.etcd.lease_grant(self.lease_ttl)
-        self.lease_id = granted.ID if granted is not None else None
-
     @task
     def keep_alive(self) -> None:
         if self.lease_id is None:
-            self.on_start()  # the grant failed (and was counted): try again
-            return
+            granted = self.etcd.lease_grant(self.lease_ttl)
+            if granted is None:
+                return  # the failure is counted; the next run of the task tries again
+            self.lease_id = granted.ID
         lease_id, keep_alive = self.lease_id, self.etcd.lease_keep_alive
         self.repeat(lambda: keep_alive(lease_id))
 
@@ -166,11 +164,9 @@ class EtcdWatchUser(EtcdUser):
 class EtcdMixedUser(EtcdUser):
     """Operations drawn by the weights of ``--etcd-mix`` (default put 45, range 30, delete 25)."""
 
-    def on_start(self) -> None:
-        self.etcd.session.ensure_key_space()
-
     @task
     def mixed(self) -> None:
+        self.etcd.session.ensure_key_space()
         etcd, keys = self.etcd, self.etcd.keys
         operations = {
             "put": lambda: etcd.put(keys.next_key(), keys.value),
