@@ -1,18 +1,22 @@
 """Command line: ``python -m analysis`` compares runs, ``summary`` prints etcd's benchmark report, ``errors``
-prints the error distribution, ``suite`` tabulates a benchmark suite's repeats. Input problems end with one line on
-stderr and exit status 2."""
+prints the error distribution, ``suite`` tabulates a benchmark suite's repeats, ``memory`` fits etcd's memory model
+to the members' RSS. Input problems end with one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 
 from analysis.benchmark_report import summary
 from analysis.load import AnalysisError, Run, load_run, normalize_prefix
 from analysis.measure import measure_run
+from analysis.memory import format_report, memory_report
+from analysis.memory import write_files as write_memory_files
 from analysis.report import markdown_notes, markdown_table, write_csv, write_html, write_markdown
+from analysis.server import add_server_columns
 from analysis.suite import METRIC_KEYS, measure_suite, parse_metrics
 from analysis.suite import markdown as suite_markdown
 from analysis.suite import write_files as write_suite_files
@@ -51,9 +55,12 @@ def compare_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Compare load-test runs of etcd by QPS, P50/P90/P99/P99.9 and errors. "
         f"Other commands: '{PROG} summary PREFIX' (etcd benchmark report), '{PROG} errors PREFIX...', "
-        f"'{PROG} suite DIR' (a benchmark suite's table).",
+        f"'{PROG} suite DIR' (a benchmark suite's table), '{PROG} memory PREFIX...' (etcd's memory model).",
         epilog="QPS = requests / measured duration: from the start of the first to the end of the last second with "
-        "requests in the run's history, after the warm-up cut.",
+        "requests in the run's history, after the warm-up cut. A run with PREFIX_etcd_metrics.csv adds the server "
+        "columns fsync P99 (ms) (the worst poll interval of any member), leader changes (the most any member "
+        "counted), RSS growth (MB) and db growth (MB) (last minus first poll, the largest member), over the polls "
+        "after the warm-up cut, and with --out the chart server_metrics.png/.svg.",
     )
     parser.add_argument("prefixes", nargs="+", metavar="PREFIX", help="what was passed to locust --csv")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write tables, charts and report.html here")
@@ -95,6 +102,58 @@ def suite_parser() -> argparse.ArgumentParser:
     return parser
 
 
+MEMORY_EPILOG = """\
+how to make the runs (the two terms of a model must move independently):
+  keys: sequential puts create a key each, so keys and revisions grow together; add a run whose puts overwrite
+  a small key space, so revisions grow while keys stay:
+    locust -f locustfile.py,shapes/ladder.py --headless --csv out/mem-keys EtcdPutUser --shape-ladder 4,8,16 \\
+      --shape-step-time 60 --etcd-key-space-size 200000 --etcd-sequential-keys --etcd-key-size 64 --etcd-val-size 16 \\
+      --etcd-metrics-interval 1
+    locust -f locustfile.py --headless -u 8 -r 8 -t 120s --csv out/mem-revs EtcdPutUser --etcd-prefix /mem-revs/ \\
+      --etcd-key-space-size 1000 --etcd-sequential-keys --etcd-key-size 64 --etcd-val-size 16 --etcd-metrics-interval 1
+    python -m analysis memory out/mem-keys out/mem-revs --out out/memory
+  watch: a ladder of EtcdWatchUser adds streams and watchers in proportion; give two runs with different
+  --etcd-watchers-per-stream:
+    locust -f locustfile.py,shapes/ladder.py --headless --csv out/mem-watch1 EtcdWatchUser \\
+      --shape-ladder 50,100,200,400 --shape-step-time 30 --etcd-watchers-per-stream 1 --etcd-user-rate 1 \\
+      --etcd-metrics-interval 1
+    (again with --etcd-watchers-per-stream 20 --csv out/mem-watch20), then
+    python -m analysis memory out/mem-watch1 out/mem-watch20 --model watch
+
+Runs that do not vary the terms enough (a constant key count, keys and revisions in lockstep, too few polls) end
+with one line saying so and exit status 2.
+"""
+
+
+def memory_parser() -> argparse.ArgumentParser:
+    description = textwrap.fill(
+        "Fit etcd's memory model to the RSS of the members polled during runs (PREFIX_etcd_metrics.csv), by least "
+        "squares over every answered poll, each member with its own base: RSS = base + c1*keys + c2*revisions "
+        "(keys: the Keys column, else the successful puts so far; revisions: ProposalsApplied, the applied raft "
+        "index), or RSS = base + c_stream*WatchStreams + c_watcher*Watchers (+ c2*revisions when the watch users' "
+        "puts grow them, so that their cost is not put on the watchers). Prints the slopes in bytes with their "
+        "standard errors and R², beside etcd's benchmark figures (120 B/key, 30 B/revision, 18 KB/stream, "
+        "350 B/watcher).",
+        width=100,
+    )
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} memory",
+        description=description,
+        epilog=MEMORY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("prefixes", nargs="+", metavar="PREFIX", help="what was passed to locust --csv")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write memory.md and memory.csv here")
+    parser.add_argument(
+        "--model",
+        choices=("auto", "keys", "watch"),
+        default="auto",
+        help="auto (default): watch when watchers vary within a member, else keys",
+    )
+    parser.add_argument("--labels", help="comma-separated run labels, one per PREFIX (default: basenames)")
+    return parser
+
+
 def _split(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
@@ -130,7 +189,8 @@ def run_compare(args: argparse.Namespace) -> int:
     if not any(run.measurements for run in measured):
         raise AnalysisError(f"none of the runs has requests named {', '.join(names or [])}")
     table = comparison_table(measured, baseline.label if baseline else None)
-    notes = [run.window_note for run in measured] + [note for run in measured for note in run.notes]
+    table, server_notes = add_server_columns(table, measured)
+    notes = [run.window_note for run in measured] + [note for run in measured for note in run.notes] + server_notes
     print(markdown_table(table))
     if notes:
         print()
@@ -179,12 +239,22 @@ def run_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_memory(args: argparse.Namespace) -> int:
+    report = memory_report(args.prefixes, _labels(args.prefixes, args.labels), args.model)
+    print(format_report(report))
+    if args.out:
+        written = write_memory_files(report, args.out)
+        print(f"wrote {', '.join(written)} to {args.out}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = {
         "summary": (summary_parser, run_summary),
         "errors": (errors_parser, run_errors),
         "suite": (suite_parser, run_suite),
+        "memory": (memory_parser, run_memory),
     }
     try:
         if argv and argv[0] in commands:

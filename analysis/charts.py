@@ -3,7 +3,9 @@
 - QPS over time, per run and request name;
 - P50 / P99 / P99.9 over time, one panel per request name;
 - grouped bars of QPS and P99 per run and request name, like the single-node vs cluster chart of seed 000;
-- for a benchmark suite, grouped bars of the mean QPS and P99 over the repeats with stddev error bars.
+- for a benchmark suite, grouped bars of the mean QPS and P99 over the repeats with stddev error bars;
+- when a run has ``_etcd_metrics.csv``, the members over time: fsync P99, proposals committed per second, db size
+  and RSS, with leader changes as vertical lines.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from analysis.load import AGGREGATED
 from analysis.measure import RunMeasurement, run_start
+from analysis.server import MB, interval_rates, leader_change_times, member_series
 from analysis.tables import chart_rows
 
 # No creator/date metadata: the SVG is inlined in the HTML report, which must not name any URL.
@@ -185,13 +189,93 @@ def _cell(rows: pd.DataFrame, group: str, series: str, column: str) -> float:
     return float(match.iloc[0]) if len(match) and pd.notna(match.iloc[0]) else float("nan")
 
 
+# (what is drawn, title, y label, step: a value per interval since the previous poll rather than at the poll)
+_SERVER_PANELS = (
+    ("FsyncP99Ms", "WAL fsync P99 per poll interval", "ms", True),
+    ("commits", "proposals committed per second", "proposals / s", True),
+    ("DbSizeBytes", "db size", "MB", False),
+    ("RssBytes", "RSS", "MB", False),
+)
+_MEMBER_STYLES = ("-", "--", "-.", ":")
+
+
+def _member_label(member: str) -> str:
+    return member.split("://", 1)[-1]
+
+
+def server_metrics(runs: list[RunMeasurement], stem: Path) -> list[Path]:
+    """A 2x2 grid of the members' own figures over time, a color per run and a line style per member; the member
+    that led most of the run is marked in the legend, leader changes are dashed verticals, warm-up cuts dotted,
+    restarts a cross on the RSS line. Polls a member did not answer leave gaps."""
+    figure = Figure(figsize=(12, 7.5), layout="constrained")
+    panels = figure.subplots(2, 2, sharex=True).flatten()
+    changes_drawn = restarts_drawn = False
+    for index, run in enumerate(runs):
+        frame = run.run.etcd_metrics
+        if frame is None or frame.empty:
+            continue
+        color = COLORS[index % len(COLORS)]
+        start = run_start(run.run, run.timeline) or float(frame["Timestamp"].min())
+        for style, member in zip(_MEMBER_STYLES * 3, member_series(frame), strict=False):
+            rows = member.rows
+            if rows.empty:
+                continue
+            # Polls the member did not answer break its lines instead of joining across the gap.
+            polls = frame[frame["Member"] == member.member]
+            values = {
+                "FsyncP99Ms": rows["FsyncP99Ms"],
+                "commits": interval_rates(rows, "ProposalsCommitted"),
+                "DbSizeBytes": rows["DbSizeBytes"] / MB,
+                "RssBytes": rows["RssBytes"] / MB,
+            }
+            leader = " (leader)" if rows["IsLeader"].mean() > 0.5 else ""
+            label = f"{run.run.label} · {_member_label(member.member)}{leader}"
+            x = polls["Timestamp"] - start
+            for axes, (column, _, _, step) in zip(panels, _SERVER_PANELS, strict=True):
+                y = values[column].reindex(polls.index)
+                drawstyle = "steps-pre" if step else "default"
+                axes.plot(x, y, style, drawstyle=drawstyle, color=color, label=label, linewidth=1.8 if leader else 1.2)
+            # A restart explains a drop in RSS: mark it where it shows.
+            restarted = rows[rows["restart"]]
+            if len(restarted):
+                panels[3].plot(restarted["Timestamp"] - start, restarted["RssBytes"] / MB, "x", color=color, ms=8)
+                restarts_drawn = True
+        for when in leader_change_times(member_series(frame)):
+            for axes in panels:
+                axes.axvline(when - start, color=color, linestyle="--", linewidth=0.8, alpha=0.7)
+            changes_drawn = True
+        for axes in panels:
+            _mark_cut(axes, run, color)
+    for axes, (_, title, unit, _) in zip(panels, _SERVER_PANELS, strict=True):
+        axes.set_title(title)
+        axes.set_ylabel(unit)
+        axes.set_ylim(bottom=0)
+        axes.grid(alpha=0.3)
+    for axes in panels[2:]:
+        axes.set_xlabel("seconds since start of run")
+    handles, labels = panels[0].get_legend_handles_labels()
+    if changes_drawn:
+        handles.append(Line2D([], [], color="gray", linestyle="--", linewidth=0.8))
+        labels.append("leader change")
+    if restarts_drawn:
+        handles.append(Line2D([], [], color="gray", marker="x", linestyle=""))
+        labels.append("member restarted")
+    if handles:
+        figure.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), fontsize="small")
+    figure.suptitle("etcd members during the run")
+    return _save(figure, stem)
+
+
 def write_charts(runs: list[RunMeasurement], table: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
-    """Write the three charts as PNG and SVG into ``out_dir``; return each chart's caption and SVG path."""
+    """Write the charts as PNG and SVG into ``out_dir`` (the members' chart only when a run has their metrics);
+    return each chart's caption and SVG path."""
     charts = {
         "QPS over time": qps_over_time(runs, out_dir / "qps_over_time"),
         "Latency over time": latency_over_time(runs, out_dir / "latency_over_time"),
         "QPS and P99 per run": comparison_bars(table, out_dir / "comparison_bars"),
     }
+    if any(run.run.etcd_metrics is not None and not run.run.etcd_metrics.empty for run in runs):
+        charts["etcd members over time"] = server_metrics(runs, out_dir / "server_metrics")
     return {caption: paths[1] for caption, paths in charts.items()}
 
 

@@ -27,6 +27,7 @@ SUFFIXES = {
     "latency_history": "_latency_history.csv",
     "hlog": "_latency.hlog",
     "shape": "_shape.json",
+    "etcd_metrics": "_etcd_metrics.csv",
 }
 
 REQUIRED_COLUMNS = {
@@ -72,9 +73,36 @@ REQUIRED_COLUMNS = {
         "P99.9",
         "Max",
     ),
+    # What analysis.server reads of etcd_users.server_metrics' file; the other columns are optional.
+    "etcd_metrics": (
+        "Timestamp",
+        "Member",
+        "IsLeader",
+        "LeaderChanges",
+        "ProposalsCommitted",
+        "ProposalsApplied",
+        "DbSizeBytes",
+        "RssBytes",
+        "CpuSeconds",
+        "FsyncP99Ms",
+        "Error",
+    ),
 }
 
-TEXT_COLUMNS = {"Type", "Name", "Series", "Method", "Error", "Message", "Traceback", "Nodes", "First Seen", "Last Seen"}
+TEXT_COLUMNS = {
+    "Type",
+    "Name",
+    "Series",
+    "Method",
+    "Error",
+    "Message",
+    "Traceback",
+    "Nodes",
+    "First Seen",
+    "Last Seen",
+    "Member",
+    "GrpcRequests",
+}
 
 AGGREGATED = "Aggregated"
 
@@ -101,6 +129,7 @@ class Run:
     latency_history: pd.DataFrame | None = None
     hlog_path: Path | None = None
     shape: dict | None = None
+    etcd_metrics: pd.DataFrame | None = None  # the members' /metrics polled during the run
 
     def path(self, kind: str) -> Path:
         return Path(self.prefix + SUFFIXES[kind])
@@ -140,6 +169,7 @@ def load_run(prefix: str, label: str | None = None) -> Run:
     if run.path("hlog").is_file() and run.path("hlog").stat().st_size > 0:
         run.hlog_path = run.path("hlog")
     run.shape = _read_shape(run)
+    run.etcd_metrics = read_etcd_metrics(run.path("etcd_metrics"))
 
     if total_requests(run) == 0:
         source = run.path("latency") if run.latency is not None else run.path("stats")
@@ -162,6 +192,10 @@ def _read_csv(run: Run, kind: str) -> pd.DataFrame | None:
     path = run.path(kind)
     if not path.is_file():
         return None
+    return _read_csv_file(path, kind)
+
+
+def _read_csv_file(path: Path, kind: str) -> pd.DataFrame:
     if path.stat().st_size == 0:
         raise AnalysisError(f"{path} is empty (was the run interrupted before Locust wrote it?)")
     try:
@@ -179,7 +213,20 @@ def _read_csv(run: Run, kind: str) -> pd.DataFrame | None:
     return frame
 
 
+def read_etcd_metrics(path: Path) -> pd.DataFrame | None:
+    """``PREFIX_etcd_metrics.csv`` with numbers as floats (empty cells NaN), ``Error`` "" on answered rows; None
+    when the run has no such file."""
+    if not path.is_file():
+        return None
+    frame = _read_csv_file(path, "etcd_metrics")
+    frame = frame[frame["Timestamp"].notna() & (frame["Member"] != "")]
+    # A member's rows in time order; the members of one poll keep the order they were written in.
+    return frame.sort_values("Timestamp", kind="stable").reset_index(drop=True)
+
+
 def _writer(kind: str) -> str:
+    if kind == "etcd_metrics":
+        return "this tool's server metrics poller (--etcd-metrics-interval)"
     return "this tool's etcd users" if kind.startswith("latency") else "Locust (--csv)"
 
 

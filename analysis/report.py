@@ -20,8 +20,17 @@ DISPLAY_DECIMALS = {
     "P99 ×": 2,
     "P99.9 ×": 2,
     "avg ×": 2,
+    "RSS growth (MB)": 1,
+    "db growth (MB)": 1,
 }
-CSV_DECIMALS = {"QPS": 3, "error %": 4, "% of failures": 4, "% of requests": 4}
+CSV_DECIMALS = {
+    "QPS": 3,
+    "error %": 4,
+    "% of failures": 4,
+    "% of requests": 4,
+    "RSS growth (MB)": 3,
+    "db growth (MB)": 3,
+}
 LATENCY_DECIMALS = 3  # ms: the HDR histograms record microseconds
 RATIO_DECIMALS = 4
 
@@ -34,13 +43,13 @@ def _decimals(column: str, for_csv: bool) -> int | None:
     return DISPLAY_DECIMALS.get(column)
 
 
-def format_cell(column: str, value: object) -> str:
-    """A table cell as text: fixed decimals per column, an empty cell for a missing value."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+def format_cell(column: str, value: object, decimals: dict[str, int] | None = None) -> str:
+    """A table cell as text: fixed decimals per column (``decimals`` first), an empty cell for a missing value."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
-    decimals = _decimals(column, for_csv=False)
-    if decimals is not None and isinstance(value, (int, float)):
-        return f"{float(value):.{decimals}f}"
+    places = (decimals or {}).get(column, _decimals(column, for_csv=False))
+    if places is not None and isinstance(value, (int, float)):
+        return f"{float(value):.{places}f}"
     return str(value)
 
 
@@ -48,13 +57,13 @@ def _is_numeric(table: pd.DataFrame, column: str) -> bool:
     return pd.api.types.is_numeric_dtype(table[column])
 
 
-def markdown_table(table: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table, numbers right-aligned."""
+def markdown_table(table: pd.DataFrame, decimals: dict[str, int] | None = None) -> str:
+    """A GitHub-flavoured Markdown table, numbers right-aligned; ``decimals`` overrides the decimals per column."""
     header = "| " + " | ".join(table.columns) + " |"
     rule = "|" + "|".join("---:" if _is_numeric(table, c) else "---" for c in table.columns) + "|"
     lines = [header, rule]
     for _, row in table.iterrows():
-        cells = [format_cell(column, row[column]).replace("|", "\\|") for column in table.columns]
+        cells = [format_cell(column, row[column], decimals).replace("|", "\\|") for column in table.columns]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -63,12 +72,12 @@ def markdown_notes(notes: list[str]) -> str:
     return "\n".join(["Notes:", *(f"- {note}" for note in notes)]) if notes else ""
 
 
-def write_csv(table: pd.DataFrame, path: Path) -> None:
+def write_csv(table: pd.DataFrame, path: Path, decimals: dict[str, int] | None = None) -> None:
     rounded = table.copy()
     for column in rounded.columns:
-        decimals = _decimals(column, for_csv=True)
-        if decimals is not None and _is_numeric(rounded, column):
-            rounded[column] = rounded[column].astype(float).round(decimals)
+        column_decimals = (decimals or {}).get(column, _decimals(column, for_csv=True))
+        if column_decimals is not None and _is_numeric(rounded, column):
+            rounded[column] = rounded[column].astype(float).round(column_decimals)
     rounded.to_csv(path, index=False)
 
 
