@@ -8,8 +8,10 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -347,3 +349,18 @@ def machine_lines(info: dict) -> list[str]:
 
 def log_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def finish(program: str, args: argparse.Namespace, result: dict, logs: Path) -> int:
+    """Write ``--json`` and keep the runs' logs only with ``--keep-logs``; the exit status."""
+    if args.json:
+        try:
+            Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        except OSError as error:
+            sys.stderr.write(f"{program}: error: cannot write --json {args.json}: {error.strerror}\n")
+            return 1
+    if args.keep_logs:
+        sys.stderr.write(f"{program}: logs in {logs}\n")
+    else:
+        shutil.rmtree(logs, ignore_errors=True)
+    return 0

@@ -15,7 +15,6 @@ import itertools
 import json
 import os
 import random
-import resource
 import sys
 import time
 
@@ -23,6 +22,8 @@ import grpc
 import uvloop
 from etcd3.etcdrpc import rpc_pb2, rpc_pb2_grpc
 from hdrh.histogram import HdrHistogram
+
+from benchmarks.window import percentiles_ms, process_usage, write_atomically
 
 OPS = ("put", "range/linearizable", "range/serializable")
 # as etcd_users.endpoints opens its channels (not imported: that module loads Locust)
@@ -90,36 +91,6 @@ async def _user(op, next_stub, keys: KeySpace, value: bytes, timeout: float, win
             counts[failed] += 1
 
 
-def _write_atomically(path: str, content: dict) -> None:
-    temporary = f"{path}.tmp"
-    with open(temporary, "w") as file:
-        json.dump(content, file)
-    os.replace(temporary, path)
-
-
-def _snapshot() -> dict:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "time": time.perf_counter(),
-        "cpu": usage.ru_utime + usage.ru_stime,
-        "cpu_user": usage.ru_utime,
-        "cpu_system": usage.ru_stime,
-        "voluntary_switches": usage.ru_nvcsw,
-        "involuntary_switches": usage.ru_nivcsw,
-    }
-
-
-def _percentiles(histogram: HdrHistogram) -> dict:
-    return {
-        "p50": histogram.get_value_at_percentile(50) / 1000.0,
-        "p90": histogram.get_value_at_percentile(90) / 1000.0,
-        "p99": histogram.get_value_at_percentile(99) / 1000.0,
-        "p99.9": histogram.get_value_at_percentile(99.9) / 1000.0,
-        "max": histogram.get_max_value() / 1000.0,
-        "mean": histogram.get_mean_value() / 1000.0,
-    }
-
-
 async def populate(stub, keys: KeySpace, value: bytes, timeout: float) -> int:
     """Write every key of the key space unless it is all there (as the range users do in on_start)."""
     first, end = keys.key(0), keys.key(keys.size - 1) + b"\0"
@@ -153,13 +124,13 @@ async def measure(args: argparse.Namespace) -> dict:
             for _ in range(args.users)
         ]
         await asyncio.sleep(args.warmup)
-        opened = _snapshot()
+        opened = process_usage()
         window.recording = True
         if args.json:  # the harness samples this process's connections while the window is open
-            _write_atomically(args.json, {"state": "measuring", "pid": os.getpid()})
+            write_atomically(args.json, {"state": "measuring", "pid": os.getpid()})
         await asyncio.sleep(args.seconds)
         window.recording = False
-        closed = _snapshot()
+        closed = process_usage()
         window.stopping = True
         await asyncio.wait_for(asyncio.gather(*users), args.timeout + 5.0)
     finally:
@@ -178,7 +149,7 @@ async def measure(args: argparse.Namespace) -> dict:
         "voluntary_switches": delta["voluntary_switches"],
         "involuntary_switches": delta["involuntary_switches"],
         "users": args.users,
-        "latency_ms": _percentiles(histogram),
+        "latency_ms": percentiles_ms(histogram),
         "intended_latency_ms": None,
     }
 
@@ -214,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"benchmarks.bare_aio: error: {text}\n")
         return 2
     if args.json:
-        _write_atomically(args.json, result)
+        write_atomically(args.json, result)
     else:
         sys.stdout.write(json.dumps(result) + "\n")
     return 0

@@ -18,11 +18,12 @@ from locust import events
 
 import json
 import os
-import resource
 import time
 
 import gevent
 from hdrh.histogram import HdrHistogram
+
+from benchmarks.window import percentiles_ms, process_usage, write_atomically
 
 _OUT = os.environ.get("ETCD_BENCH_PROBE_OUT", "")
 # 1 µs to 1 h at 3 significant digits: exact enough for sub-millisecond etcd latencies
@@ -31,14 +32,6 @@ _LOWEST_US, _HIGHEST_US, _DIGITS = 1, 3_600_000_000, 3
 
 def new_histogram() -> HdrHistogram:
     return HdrHistogram(_LOWEST_US, _HIGHEST_US, _DIGITS)
-
-
-def _write_atomically(path: str, content: dict) -> None:
-    # the harness polls this file: it must never see half of it
-    temporary = f"{path}.tmp"
-    with open(temporary, "w") as file:
-        json.dump(content, file)
-    os.replace(temporary, path)
 
 
 class _Probe:
@@ -73,7 +66,7 @@ class _Probe:
             return
         self.opened = self._snapshot()
         self.environment.events.request.add_listener(self._on_request)
-        _write_atomically(self.out, {"state": "measuring", "pid": os.getpid(), "users": self.opened["users"]})
+        write_atomically(self.out, {"state": "measuring", "pid": os.getpid(), "users": self.opened["users"]})
         if self.tick > 0:
             self.greenlets.append(gevent.spawn(self._ticks))
         gevent.sleep(self.seconds)
@@ -97,15 +90,9 @@ class _Probe:
                 ticks.flush()
 
     def _snapshot(self) -> dict:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
         total = self.environment.runner.stats.total
         return {
-            "time": time.perf_counter(),
-            "cpu": usage.ru_utime + usage.ru_stime,
-            "cpu_user": usage.ru_utime,
-            "cpu_system": usage.ru_stime,
-            "voluntary_switches": usage.ru_nvcsw,
-            "involuntary_switches": usage.ru_nivcsw,
+            **process_usage(),
             "requests": total.num_requests,
             "failures": total.num_failures,
             "users": self.environment.runner.user_count,
@@ -117,7 +104,7 @@ class _Probe:
             return
         self.finished = True
         if self.opened is None:
-            _write_atomically(
+            write_atomically(
                 self.out,
                 {"state": "failed", "error": f"the run stopped before the {self.warmup:g}s warm-up was over"},
             )
@@ -141,10 +128,10 @@ class _Probe:
             "users": closed["users"],
             "spawn_seconds": self.spawned_after,
             "rss_kb_at_test_start": self.started[1] if self.started else None,
-            "latency_ms": _percentiles(self.histogram),
-            "intended_latency_ms": _percentiles(self.intended) if self.intended.get_total_count() else None,
+            "latency_ms": percentiles_ms(self.histogram),
+            "intended_latency_ms": percentiles_ms(self.intended) if self.intended.get_total_count() else None,
         }
-        _write_atomically(self.out, result)
+        write_atomically(self.out, result)
 
 
 def _rss_kb() -> int | None:
@@ -156,17 +143,6 @@ def _rss_kb() -> int | None:
     except OSError:
         pass
     return None
-
-
-def _percentiles(histogram: HdrHistogram) -> dict:
-    return {
-        "p50": histogram.get_value_at_percentile(50) / 1000.0,
-        "p90": histogram.get_value_at_percentile(90) / 1000.0,
-        "p99": histogram.get_value_at_percentile(99) / 1000.0,
-        "p99.9": histogram.get_value_at_percentile(99.9) / 1000.0,
-        "max": histogram.get_max_value() / 1000.0,
-        "mean": histogram.get_mean_value() / 1000.0,
-    }
 
 
 @events.init.add_listener

@@ -13,7 +13,6 @@ targets. A load tester that burns more CPU per request than it must measures its
 import locust  # noqa: F401  (etcd_users applies gevent's monkey patching: let it come before anything else loads)
 
 import argparse
-import json
 import math
 import re
 import resource
@@ -34,6 +33,7 @@ from benchmarks._common import (
     child_environment,
     client_port,
     fail_line,
+    finish,
     local_etcd,
     locust_etcd_flags,
     log_dir,
@@ -424,17 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(fail_line(PROGRAM, error) + "\n")
         return 1
     sys.stdout.write(report(result) + "\n")
-    if args.json:
-        try:
-            Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-        except OSError as error:
-            sys.stderr.write(f"{PROGRAM}: error: cannot write --json {args.json}: {error.strerror}\n")
-            return 1
-    if args.keep_logs:
-        sys.stderr.write(f"{PROGRAM}: logs in {logs}\n")
-    else:
-        shutil.rmtree(logs, ignore_errors=True)
-    return 0
+    return finish(PROGRAM, args, result, logs)
 
 
 if __name__ == "__main__":

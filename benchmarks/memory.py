@@ -18,7 +18,6 @@ import locust  # noqa: F401  (etcd_users applies gevent's monkey patching: let i
 import argparse
 import json
 import math
-import shutil
 import sys
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from benchmarks._common import (
     client_port,
     connections_to,
     fail_line,
+    finish,
     local_etcd,
     locust_etcd_flags,
     log_dir,
@@ -326,17 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     except BenchmarkError as error:
         sys.stderr.write(fail_line(PROGRAM, error) + "\n")
         return 1
-    if args.json:
-        try:
-            Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-        except OSError as error:
-            sys.stderr.write(f"{PROGRAM}: error: cannot write --json {args.json}: {error.strerror}\n")
-            return 1
-    if args.keep_logs:
-        sys.stderr.write(f"{PROGRAM}: logs in {logs}\n")
-    else:
-        shutil.rmtree(logs, ignore_errors=True)
-    return 0
+    return finish(PROGRAM, args, result, logs)
 
 
 if __name__ == "__main__":
