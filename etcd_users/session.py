@@ -11,12 +11,14 @@ from locust.runners import WorkerRunner
 
 import asyncio
 import logging
+import signal
 import sys
 import time
 from dataclasses import replace
 
 import gevent
 import gevent.lock
+import greenlet
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
@@ -223,9 +225,24 @@ def _settings_with_endpoints(options) -> EtcdSettings:
     return settings
 
 
+def _interrupt_main_greenlet_on_ctrl_c(main) -> None:
+    """Ctrl-C as Locust expects it: KeyboardInterrupt in its main greenlet, which shuts the run down cleanly.
+
+    Python raises KeyboardInterrupt in whatever code runs when SIGINT arrives; with busy users that is a user's
+    greenlet, which dies with a traceback while the run ends without its summary.
+    """
+
+    def interrupt() -> None:
+        if not main.dead:
+            main.throw(KeyboardInterrupt)
+
+    gevent.signal_handler(signal.SIGINT, interrupt)
+
+
 @events.init.add_listener
 def _on_init(environment, runner=None, **_kwargs) -> None:
     global _run_settings
+    _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
     if isinstance(runner, WorkerRunner) or not hasattr(environment.parsed_options, "etcd_endpoints"):
         return  # workers take their options from the master when a run starts
     try:
