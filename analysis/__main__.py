@@ -13,7 +13,7 @@ from pathlib import Path
 from analysis.benchmark_report import summary
 from analysis.load import AnalysisError, Run, load_run, normalize_prefix
 from analysis.measure import measure_run
-from analysis.memory import format_report, memory_report
+from analysis.memory import RUN_RECIPES, format_report, memory_report
 from analysis.memory import write_files as write_memory_files
 from analysis.report import markdown_notes, markdown_table, write_csv, write_html, write_markdown
 from analysis.server import add_server_columns
@@ -102,29 +102,6 @@ def suite_parser() -> argparse.ArgumentParser:
     return parser
 
 
-MEMORY_EPILOG = """\
-how to make the runs (the two terms of a model must move independently):
-  keys: sequential puts create a key each, so keys and revisions grow together; add a run whose puts overwrite
-  a small key space, so revisions grow while keys stay:
-    locust -f locustfile.py,shapes/ladder.py --headless --csv out/mem-keys EtcdPutUser --shape-ladder 4,8,16 \\
-      --shape-step-time 60 --etcd-key-space-size 200000 --etcd-sequential-keys --etcd-key-size 64 --etcd-val-size 16 \\
-      --etcd-metrics-interval 1
-    locust -f locustfile.py --headless -u 8 -r 8 -t 120s --csv out/mem-revs EtcdPutUser --etcd-prefix /mem-revs/ \\
-      --etcd-key-space-size 1000 --etcd-sequential-keys --etcd-key-size 64 --etcd-val-size 16 --etcd-metrics-interval 1
-    python -m analysis memory out/mem-keys out/mem-revs --out out/memory
-  watch: a ladder of EtcdWatchUser adds streams and watchers in proportion; give two runs with different
-  --etcd-watchers-per-stream:
-    locust -f locustfile.py,shapes/ladder.py --headless --csv out/mem-watch1 EtcdWatchUser \\
-      --shape-ladder 50,100,200,400 --shape-step-time 30 --etcd-watchers-per-stream 1 --etcd-user-rate 1 \\
-      --etcd-metrics-interval 1
-    (again with --etcd-watchers-per-stream 20 --csv out/mem-watch20), then
-    python -m analysis memory out/mem-watch1 out/mem-watch20 --model watch
-
-Runs that do not vary the terms enough (a constant key count, keys and revisions in lockstep, too few polls) end
-with one line saying so and exit status 2.
-"""
-
-
 def memory_parser() -> argparse.ArgumentParser:
     description = textwrap.fill(
         "Fit etcd's memory model to the RSS of the members polled during runs (PREFIX_etcd_metrics.csv), by least "
@@ -139,7 +116,7 @@ def memory_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"{PROG} memory",
         description=description,
-        epilog=MEMORY_EPILOG,
+        epilog=RUN_RECIPES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("prefixes", nargs="+", metavar="PREFIX", help="what was passed to locust --csv")

@@ -46,8 +46,8 @@ The runs must move the two terms of a model independently, in steps or ramps:
     (the same with --etcd-watchers-per-stream 20 and --csv out/mem-watch20)
     python -m analysis memory out/mem-watch1 out/mem-watch20 --model watch
 
-Runs that do not (a constant key count, keys and revisions in lockstep, too few polls) end with one line saying so
-and exit status 2.
+Runs that do not vary the terms enough (a constant key count, keys and revisions in lockstep, too few polls) end
+with one line saying so and exit status 2.
 """
 
 from __future__ import annotations
@@ -62,6 +62,9 @@ from analysis.load import AnalysisError, load_run, normalize_prefix, read_etcd_m
 from analysis.report import markdown_notes, markdown_table, write_csv
 from analysis.server import MB, member_series
 from analysis.timeseries import timeline
+
+# the how-to of this docstring is also the epilog of `python -m analysis memory --help`
+RUN_RECIPES = __doc__[__doc__.index("The runs must move") :]
 
 # Above this correlation of two terms (within members) their slopes are not told apart: the variance of each
 # estimate is inflated 1 / (1 - r²) = 50 times.

@@ -122,6 +122,16 @@ def headless_args(
     return [*HEADLESS, *timing, "--csv", str(csv_prefix), "--etcd-endpoints", ",".join(cluster.endpoints), *args]
 
 
+def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Bad input: exit 2, nothing on stdout, one line on stderr holding every fragment, no traceback."""
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
 def member_counter(cluster: LocalCluster, method: str) -> list[float]:
     """Per member, the sum of `grpc_server_handled_total{grpc_method=method}` over all codes."""
     return [

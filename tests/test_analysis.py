@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hdrh.histogram import HdrHistogram
+from support import assert_one_line_error
 
 from analysis.benchmark_report import summary
 from analysis.hlog import HlogKey, merge, merge_intervals
@@ -462,15 +463,6 @@ def test_prefix_may_be_given_as_one_of_its_files(runs: Path) -> None:
 
 
 # --- one-line errors ----------------------------------------------------------------------------------------------
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr
 
 
 def test_missing_prefix_lists_the_files_looked_for(runs: Path) -> None:

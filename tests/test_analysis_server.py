@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from support import headless_args, run_locust
+from support import assert_one_line_error, headless_args, run_locust
 
 from analysis.load import load_run
 from analysis.measure import measure_run
@@ -280,15 +280,6 @@ def test_memory_watch_model_from_two_runs(tmp_path: Path) -> None:
     assert "c2 (B/revision)" in report.table.columns
     # alone, each run moves streams and watchers in proportion: no fit of its own
     assert any("no fit of its own" in note and "moved together" in note for note in report.notes)
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr
 
 
 def test_memory_constant_key_count_is_a_one_line_error(tmp_path: Path) -> None:

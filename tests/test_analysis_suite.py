@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hdrh.histogram import HdrHistogram
+from support import assert_one_line_error
 
 from analysis.hlog import merge, merge_intervals
 from analysis.load import AnalysisError
@@ -147,15 +148,6 @@ def edit_suite_json(directory: Path, status: dict[str, str]) -> None:
             if run["prefix"] in status:
                 run["status"] = status[run["prefix"]]
     path.write_text(json.dumps(document, indent=1), encoding="utf-8")
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 # --- the fixture itself -------------------------------------------------------------------------------------------
