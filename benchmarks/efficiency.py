@@ -17,6 +17,7 @@ import math
 import re
 import resource
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -72,12 +73,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ops", type=_ops, default=list(USER_CLASSES), help="comma-separated (default: all three)")
     parser.add_argument("--conns", type=positive_ints, default=[1, 8, 64], help="connection counts (default 1,8,64)")
     parser.add_argument("--users", type=int, default=64, help="concurrent users / loops (default 64)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each client per op and conns, alternating; the table shows their medians (default 1)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write settings, machine, every run and the ratios here")
     parser.add_argument("--go-benchmark", metavar="PATH", help="etcd's Go benchmark binary, run with the same load")
     parser.add_argument("--keep-logs", action="store_true", help="keep the runs' logs (kept anyway on failure)")
     args = parser.parse_args(argv)
-    if args.seconds <= 0 or args.warmup < 0 or args.users < 1:
-        parser.error("--seconds and --users must be greater than zero, --warmup zero or more")
+    if args.seconds <= 0 or args.warmup < 0 or args.users < 1 or args.repeat < 1:
+        parser.error("--seconds, --users and --repeat must be greater than zero, --warmup zero or more")
     if args.go_benchmark and not shutil.which(args.go_benchmark):
         parser.error(f"--go-benchmark: {args.go_benchmark!r} is not an executable")
     return args
@@ -263,6 +270,23 @@ def histogram_record_cost_us(batches: int = 5, samples: int = 20_000) -> float:
     return best / samples * 1e6
 
 
+MEDIAN_FIELDS = ("requests_per_second", "cpu_us_per_request", "p50_ms", "p99_ms")
+
+
+def median_run(measured: list[dict]) -> dict:
+    """One client's runs of one op and conns as one row: the median of each figure; the runs kept under ``rounds``."""
+    if len(measured) == 1:
+        return measured[0]
+    row = dict(measured[0])
+    row.pop("raw", None)
+    for field in MEDIAN_FIELDS:
+        values = [run[field] for run in measured if run[field] is not None]
+        row[field] = statistics.median(values) if values else None
+    row["errors"] = sum(run["errors"] for run in measured)
+    row["rounds"] = measured
+    return row
+
+
 def compare(runs: list[dict]) -> list[dict]:
     comparisons = []
     by_key = {(run["op"], run["conns"], run["client"]): run for run in runs}
@@ -350,15 +374,19 @@ def run(args: argparse.Namespace, logs: Path) -> dict:
             runs_of.populate()
         for op in args.ops:
             for conns in args.conns:
-                locust_run = runs_of.locust(op, conns)
-                _progress(locust_run)
-                bare_run = runs_of.bare(op, conns)
-                _progress(bare_run)
-                runs += [locust_run, bare_run]
-                if args.go_benchmark:
-                    go_run = runs_of.go(op, conns, bare_run["requests_per_second"])
-                    _progress(go_run)
-                    runs.append(go_run)
+                rounds: dict[str, list[dict]] = {}
+                for _ in range(args.repeat):
+                    locust_run = runs_of.locust(op, conns)
+                    _progress(locust_run)
+                    bare_run = runs_of.bare(op, conns)
+                    _progress(bare_run)
+                    rounds.setdefault("locust", []).append(locust_run)
+                    rounds.setdefault("bare aio", []).append(bare_run)
+                    if args.go_benchmark:
+                        go_run = runs_of.go(op, conns, bare_run["requests_per_second"])
+                        _progress(go_run)
+                        rounds.setdefault("go benchmark", []).append(go_run)
+                runs += [median_run(measured) for measured in rounds.values()]
         port = client_port(cluster)
     return {
         "machine": info,
@@ -368,6 +396,7 @@ def run(args: argparse.Namespace, logs: Path) -> dict:
             "ops": args.ops,
             "conns": args.conns,
             "users": args.users,
+            "repeat": args.repeat,
             "key_size": DEFAULTS["--etcd-key-size"],
             "val_size": DEFAULTS["--etcd-val-size"],
             "key_space_size": DEFAULTS["--etcd-key-space-size"],
@@ -396,7 +425,12 @@ def report(result: dict) -> str:
         *machine_lines(result["machine"]),
         f"load: {settings['users']} users, {settings['key_size']} B keys, {settings['val_size']} B values, "
         f"key space {settings['key_space_size']}; {settings['warmup']:g}s warm-up, {settings['seconds']:g}s window "
-        "per run; one Locust process",
+        "per run; one Locust process"
+        + (
+            f"; each figure the median of {settings['repeat']} runs, the clients alternating"
+            if settings["repeat"] > 1
+            else ""
+        ),
         "",
         *format_table(result["runs"], result["comparisons"]),
         "",

@@ -1,16 +1,19 @@
 """Locust users for load-testing etcd over its v3 gRPC API.
 
 ``from etcd_users import EtcdUser`` loads the users, which register the ``--etcd-*`` options and the run's
-life-cycle hooks with Locust. The package itself imports nothing, so ``python -m etcd_users.cluster`` and the
-tests can use its parts without Locust's monkey patching.
+life-cycle hooks with Locust. The package itself imports only grpc, and that only under gevent's monkey patching
+(``native_grpc``), so ``python -m etcd_users.cluster`` and the tests can use its parts without Locust's patching.
 """
 
 import importlib
 import os
 
+from etcd_users import native_grpc
+
 # gRPC's C core logs a line of its own for each failed TLS handshake ("I1130 ... Handshake failed ..."); the
 # tool reports the failure itself, in one line. Set before any module imports grpc; an explicit value wins.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+native_grpc.import_grpc()
 
 _EXPORTS = {
     "EtcdClient": "etcd_users.client",

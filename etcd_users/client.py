@@ -219,7 +219,7 @@ class EtcdClient:
     def _invoke(self, connection, method, request, name: str):
         session = self.session
         timeout = session.settings.timeout
-        result, error, seconds = session.bridge.call(method, request, timeout=timeout, metadata=connection.metadata)
+        result, error, seconds = session.bridge.unary(method, request, timeout=timeout, metadata=connection.metadata)
         if error is not None and session.settings.credentials.user and error_label(error) == INVALID_TOKEN_LABEL:
             # tokens expire when unused: get a new one and retry once, timed afresh
             try:
@@ -227,7 +227,7 @@ class EtcdClient:
             except EndpointError:
                 pass  # counted under the original label; the next call tries again
             else:
-                result, error, seconds = session.bridge.call(
+                result, error, seconds = session.bridge.unary(
                     method, request, timeout=timeout, metadata=connection.metadata
                 )
         return self._report(name, result, error, seconds)

@@ -10,65 +10,24 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import asyncio
 import collections
-import threading
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import gevent.lock
+import grpc
 from gevent import monkey
 from gevent.hub import Waiter, get_hub
-from grpc._cython import cygrpc
+
+from etcd_users import native_grpc
+
+native_grpc.import_grpc()
 
 _start_native_thread = monkey.get_original("_thread", "start_new_thread")
 _allocate_native_lock = monkey.get_original("_thread", "allocate_lock")
 
-
-class _NativeThread:
-    """What grpc's Cython layer gets for ``threading.Thread``: a real OS thread.
-
-    grpc.aio starts its completion-queue poller with ``threading.Thread``; under monkey patching that becomes a
-    greenlet that blocks in C and freezes its whole thread.
-    """
-
-    def __init__(self, target=None, name=None, args=(), kwargs=None, daemon=None):
-        self.name = name
-        self.daemon = daemon
-        self._target, self._args, self._kwargs = target, args, kwargs or {}
-        self._finished = _allocate_native_lock()
-        self._finished.acquire()
-        self._alive = False
-
-    def start(self) -> None:
-        self._alive = True
-        _start_native_thread(self._bootstrap, ())
-
-    def _bootstrap(self) -> None:
-        try:
-            self._target(*self._args, **self._kwargs)
-        finally:
-            self._alive = False
-            self._finished.release()
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._finished.acquire(True, -1 if timeout is None else timeout):
-            self._finished.release()
-
-    def is_alive(self) -> bool:
-        return self._alive
-
-
-class _ThreadingWithNativeThreads:
-    """The ``threading`` module as grpc's Cython layer should see it under gevent."""
-
-    Thread = _NativeThread
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(threading, name)
-
-
-if monkey.is_module_patched("threading"):
-    cygrpc.threading = _ThreadingWithNativeThreads()
+Outcome = tuple[Any, BaseException | None, float]  # (result, error, seconds)
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
@@ -121,15 +80,26 @@ class Bridge:
 
     # gevent side
 
-    def call(self, function: Callable[..., Awaitable], *args, **kwargs) -> tuple[Any, BaseException | None, float]:
+    def call(self, function: Callable[..., Awaitable], *args, **kwargs) -> Outcome:
         """Await ``function(*args, **kwargs)`` on the loop; return (result, error, seconds it took there).
 
         ``function`` is called on the loop thread: grpc.aio binds a call to the loop it is made on.
         """
+        return self._submit(self._start_task, function, args, kwargs)
+
+    def unary(self, method: grpc.aio.UnaryUnaryMultiCallable, request, **kwargs) -> Outcome:
+        """Make the unary call ``method(request, **kwargs)`` on the loop; return (response, error, seconds).
+
+        The seconds run from the call's start to its status. What ``call`` does with a task per request, this does
+        with grpc's own done callback.
+        """
+        return self._submit(self._start_unary, method, (request,), kwargs)
+
+    def _submit(self, start: Callable[..., None], function: Callable, args: tuple, kwargs: dict) -> Outcome:
         if self._closed:
             raise RuntimeError("the etcd transport is closed")
         waiter = Waiter(self._hub)
-        self._submissions.append((function, args, kwargs, waiter))
+        self._submissions.append((start, function, args, kwargs, waiter))
         if not self._drain_scheduled:
             self._drain_scheduled = True
             self._loop.call_soon_threadsafe(self._drain_submissions)
@@ -170,10 +140,12 @@ class Bridge:
     def _drain_submissions(self) -> None:
         self._drain_scheduled = False
         submissions = self._submissions
-        create_task = self._loop.create_task
         while submissions:
-            function, args, kwargs, waiter = submissions.popleft()
-            create_task(self._timed(waiter, function, args, kwargs))
+            start, function, args, kwargs, waiter = submissions.popleft()
+            start(waiter, function, args, kwargs)
+
+    def _start_task(self, waiter: Waiter, function: Callable[..., Awaitable], args: tuple, kwargs: dict) -> None:
+        self._loop.create_task(self._timed(waiter, function, args, kwargs))
 
     async def _timed(self, waiter: Waiter, function: Callable[..., Awaitable], args: tuple, kwargs: dict) -> None:
         started = time.perf_counter()
@@ -181,6 +153,43 @@ class Bridge:
             outcome = (await function(*args, **kwargs), None, time.perf_counter() - started)
         except BaseException as error:  # handed to the waiting greenlet, which decides what it means
             outcome = (None, error, time.perf_counter() - started)
+        self._complete(waiter, outcome)
+
+    def _start_unary(self, waiter: Waiter, method: Callable, args: tuple, kwargs: dict) -> None:
+        started = time.perf_counter()
+        try:
+            call = method(*args, **kwargs)
+        except BaseException as error:
+            self._complete(waiter, (None, error, time.perf_counter() - started))
+            return
+        call.add_done_callback(functools.partial(self._on_unary_done, waiter, started))
+
+    def _on_unary_done(self, waiter: Waiter, started: float, call: grpc.aio.UnaryUnaryCall) -> None:
+        # called as grpc records the status, before its task has the response: take it on the loop's next turn
+        self._loop.call_soon(self._finish_unary, waiter, call, time.perf_counter() - started)
+
+    def _finish_unary(self, waiter: Waiter, call: grpc.aio.UnaryUnaryCall, seconds: float) -> None:
+        awaiting = call.__await__()
+        try:
+            awaiting.send(None)
+        except StopIteration as finished:
+            outcome = (finished.value, None, seconds)
+        except BaseException as error:
+            outcome = (None, error, seconds)
+        else:  # not finished after all (a call cancelled locally): wait for it
+            awaiting.close()
+            self._loop.create_task(self._finish_later(waiter, call, seconds))
+            return
+        self._complete(waiter, outcome)
+
+    async def _finish_later(self, waiter: Waiter, call: grpc.aio.UnaryUnaryCall, seconds: float) -> None:
+        try:
+            outcome = (await call, None, seconds)
+        except BaseException as error:
+            outcome = (None, error, seconds)
+        self._complete(waiter, outcome)
+
+    def _complete(self, waiter: Waiter, outcome: Outcome) -> None:
         self._completions.append((waiter, outcome))
         if not self._wakeup_pending:
             self._wakeup_pending = True

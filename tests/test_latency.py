@@ -101,6 +101,24 @@ def test_values_are_whole_microseconds_within_the_range() -> None:
     assert latency.to_micros(5e9) == latency.HIGHEST_US
 
 
+def test_a_second_counted_at_once_equals_recording_each_request() -> None:
+    rng = random.Random(5)
+    latencies_ms = [rng.lognormvariate(0.5, 1.5) for _ in range(20_000)]
+    # the edges: clamped, rounded half to even, each power of two and the value below it (bucket boundaries)
+    latencies_ms += [0.0, -1.0, 0.0005, 0.0015, 1.0235, 1.0245, 5e9, 3_600_000.0]
+    latencies_ms += [bound / 1000.0 for power in range(1, 32) for bound in (2**power - 1, 2**power)]
+    expected = histogram_of([latency.to_micros(ms) for ms in latencies_ms])
+    counted = latency.histogram_of(latencies_ms)
+    assert list(counted.counts) == list(expected.counts)
+    assert (counted.total_count, counted.min_value, counted.max_value) == (
+        len(latencies_ms),
+        expected.min_value,
+        expected.max_value,
+    )
+    assert counted.encode() == expected.encode()
+    assert latency.histogram_of([]).total_count == 0
+
+
 def test_fast_percentiles_and_mean_are_hdrh_s() -> None:
     rng = random.Random(3)
     histogram = histogram_of([latency.to_micros(rng.lognormvariate(0.5, 1.2)) for _ in range(20_000)])
