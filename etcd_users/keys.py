@@ -34,14 +34,14 @@ class KeySpace:
         self.range_end = prefix_range_end(self.prefix)
         self._sequence = itertools.cycle(range(self.size)).__next__ if settings.sequential_keys else None
         generator = random.Random()
-        self._random_index = generator.randrange
+        self._random = generator.random  # int(random() * size): uniform to 2**-53, at half the cost of randrange
         self._sample = generator.sample
 
     def key(self, index: int) -> bytes:
         return self.prefix + b"%0*d" % (self.width, index)
 
     def next_key(self) -> bytes:
-        index = self._sequence() if self._sequence is not None else self._random_index(self.size)
+        index = self._sequence() if self._sequence is not None else int(self._random() * self.size)
         return self.prefix + b"%0*d" % (self.width, index)
 
     def distinct_keys(self, count: int) -> list[bytes]:

@@ -3,7 +3,8 @@
 gevent-patched grpcio costs about three times the CPU of etcd's Go benchmark per request, most of it in grpcio's
 gevent integration. Running grpc.aio on its own loop (uvloop) in a real OS thread of the process, with greenlets
 handing calls over through two deques, one batched wake-up in each direction, brings the client to the Go
-tool's cost. One bridge per process, made lazily after Locust has forked (``--processes``), never at import.
+tool's cost (``native_grpc`` keeps gevent's stand-ins for threads, locks and sockets out of grpc's internals). One
+bridge per process, made lazily after Locust has forked (``--processes``), never at import.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)

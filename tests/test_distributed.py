@@ -17,11 +17,11 @@ from support import read_csv_rows, run_locust, start_locust
 pytestmark = pytest.mark.slow
 
 LADDER = ("-f", "locustfile.py,shapes/ladder.py", "--shape-ladder", "2,4", "--shape-step-time", "3")
-# 20 QPS for 2 s, 40 QPS for 2 s, a 60 QPS spike for 1 s, at 10 requests/s per user
+# 20 QPS for 2 s, 40 QPS for 2 s, a 60 QPS spike for 2 s (Locust checks the shape once a second), 10 req/s per user
 STEP_SPIKE = (
     "-f", "locustfile.py,shapes/step_spike.py",
     "--shape-baseline-qps", "20", "--shape-baseline-time", "2", "--shape-step-qps", "20", "--shape-step-time", "2",
-    "--shape-max-qps", "40", "--shape-spike-qps", "60", "--shape-spike-time", "1", "--etcd-user-rate", "10",
+    "--shape-max-qps", "40", "--shape-spike-qps", "60", "--shape-spike-time", "2", "--etcd-user-rate", "10",
 )  # fmt: skip
 GATES = "put:p99<5s,put:p99.9<10s,errors<1%,qps>1"
 
