@@ -330,6 +330,8 @@ class LatencyRecorder:
         if exception is not None:
             self._count_failure(request_type, name, context)
             return
+        if response_time is None:
+            return  # Locust allows a request without a response time; it has no latency to count
         key = (request_type, name, SERVICE)
         latencies = self._open.get(key)
         if latencies is None:

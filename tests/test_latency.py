@@ -93,6 +93,13 @@ def test_listeners_are_registered_once_per_environment() -> None:
     assert latency.recorder(environment).histogram("etcd", "put").get_total_count() == 1
 
 
+def test_a_request_without_a_response_time_has_no_latency_and_spoils_nothing() -> None:
+    recorder = latency.recorder(Environment(events=Events()))
+    for response_time in (None, 1.5):
+        fire(recorder, "put", response_time)
+    assert recorder.histogram("etcd", "put").get_total_count() == 1
+
+
 def test_values_are_whole_microseconds_within_the_range() -> None:
     assert latency.to_micros(1.2344) == 1234
     assert latency.to_micros(1.2346) == 1235
