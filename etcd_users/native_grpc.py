@@ -4,8 +4,8 @@ The transport runs grpc.aio on a native thread (see ``transport``). gevent's mon
 layer stand-ins that are wrong or slow there:
 
 - ``threading.Thread`` becomes a greenlet: grpc.aio's completion-queue poller would block in C and freeze its thread;
-- ``threading.RLock`` becomes a pure-Python lock over gevent's: grpc takes two of them on every call (its aio state
-  lock when a call is made and freed, its observability plugin lock), each a few Python calls;
+- ``threading.RLock`` becomes a pure-Python lock over gevent's: grpc takes one three times on every call (its aio
+  state lock when the call is made and when it is freed, its observability plugin lock), each a few Python calls;
 - ``socket.socketpair`` makes gevent sockets: the poller's wake-up socket is read through gevent's Python ``recv``.
 
 ``import_grpc()`` imports grpc with native ones. It runs when the package is imported (in a Locust process Locust has
