@@ -108,18 +108,9 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
 
 
-def to_micros(milliseconds: float) -> int:
-    """The value recorded for a latency in ms: whole microseconds, clamped to the histogram's range."""
-    micros = round(milliseconds * 1000.0)
-    return micros if LOWEST_US <= micros <= HIGHEST_US else _clamp(micros)
-
-
-def _clamp(micros: int) -> int:
-    return LOWEST_US if micros < LOWEST_US else HIGHEST_US
-
-
 def histogram_of(latencies_ms: list[float]) -> HdrHistogram:
-    """The histogram that ``record_value(to_micros(ms))`` of each latency makes, made in a few array operations.
+    """Latencies in ms as whole microseconds (rounded half to even, clamped to the histogram's range), counted as
+    hdrh's ``record_value`` of each would count them, in a few array operations.
 
     Recording each request as it comes costs about a microsecond of Python on the thread that runs every user; a
     second's latencies are kept in a list instead and counted here once, when the second closes.
