@@ -13,14 +13,15 @@ from pathlib import Path
 from analysis.benchmark_report import summary
 from analysis.load import AnalysisError, Run, load_run, normalize_prefix
 from analysis.measure import measure_run
-from analysis.memory import RUN_RECIPES, format_report, memory_report
-from analysis.memory import write_files as write_memory_files
+from analysis.memory_model import RUN_RECIPES, format_report, memory_report
+from analysis.memory_model import write_files as write_memory_files
 from analysis.report import markdown_notes, markdown_table, write_csv, write_html, write_markdown
 from analysis.server import add_server_columns
 from analysis.suite import METRIC_KEYS, measure_suite, parse_metrics
 from analysis.suite import markdown as suite_markdown
 from analysis.suite import write_files as write_suite_files
 from analysis.tables import comparison_table, errors_table
+from etcd_users.files import INTENDED, SERVICE
 
 PROG = "python -m analysis"
 TITLE = "etcd load test comparison"
@@ -47,7 +48,7 @@ def _warmup(value: str) -> float | str:
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", nargs="?", const="auto", type=_warmup, metavar="SECONDS", help=WARMUP_HELP)
-    parser.add_argument("--series", choices=("service", "intended"), default="service", help=SERIES_HELP)
+    parser.add_argument("--series", choices=(SERVICE, INTENDED), default=SERVICE, help=SERIES_HELP)
 
 
 def compare_parser() -> argparse.ArgumentParser:

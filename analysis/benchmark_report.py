@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.distribution import HdrDistribution, LatencyDistribution
-from analysis.load import AGGREGATED, AnalysisError, Run
+from analysis.load import AnalysisError, Run
 from analysis.measure import Measurement, RunMeasurement, Warmup, measure_run, request_names
+from etcd_users.files import AGGREGATED, SERVICE
 
 BAR = "∎"
 BUCKETS = 10
@@ -124,7 +125,7 @@ def source_line(run_measurement: RunMeasurement, measurement: Measurement) -> st
     )
 
 
-def summary(run: Run, name: str | None = None, warmup: Warmup = None, series: str = "service") -> str:
+def summary(run: Run, name: str | None = None, warmup: Warmup = None, series: str = SERVICE) -> str:
     """Reports for ``name`` (default: each request name in turn), each after a line naming its source."""
     measured = measure_run(run, [name] if name else None, warmup, series, need_histograms=True)
     chosen = [m for m in measured.measurements if name or m.name != AGGREGATED]

@@ -2,7 +2,8 @@
 
 - QPS over time, per run and request name;
 - P50 / P99 / P99.9 over time, one panel per request name;
-- grouped bars of QPS and P99 per run and request name, like the single-node vs cluster chart of seed 000;
+- grouped bars of QPS and P99 per run and request name, like the single-node vs cluster chart of the
+  single node vs 3-node benchmark chapter;
 - for a benchmark suite, grouped bars of the mean QPS and P99 over the repeats with stddev error bars;
 - when a run has ``_etcd_metrics.csv``, the members over time: fsync P99, proposals committed per second, db size
   and RSS, with leader changes as vertical lines.
@@ -17,10 +18,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis.load import AGGREGATED
 from analysis.measure import RunMeasurement, run_start
 from analysis.server import MB, interval_rates, leader_change_times, member_series
 from analysis.tables import chart_rows
+from etcd_users.files import AGGREGATED
 
 # No creator/date metadata: the SVG is inlined in the HTML report, which must not name any URL.
 _SVG_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 
 from hdrh.histogram import HdrHistogram
 
+from etcd_users.hdr import mean_us, percentiles_us
+
 US_PER_MS = 1000.0
 _EDGE_TOLERANCE_MS = 1e-9
 
@@ -45,8 +47,9 @@ class LatencyDistribution(ABC):
 class HdrDistribution(LatencyDistribution):
     """An exact distribution read from an HDR histogram recorded in microseconds.
 
-    Percentiles follow HdrHistogram's convention (the highest value equivalent to the sample at that rank), so
-    they match what the recording side writes in its latency CSV.
+    Percentiles follow HdrHistogram's convention (the highest value equivalent to the sample at that rank; at 0,
+    the lowest), and the mean counts each sample at the middle of its bucket. Both come from `etcd_users.hdr`, the
+    code the recording side writes its latency CSV with, so the two agree by construction.
     """
 
     exact = True
@@ -56,21 +59,22 @@ class HdrDistribution(LatencyDistribution):
         self.count = histogram.get_total_count()
         self.min_ms = histogram.get_min_value() / US_PER_MS
         self.max_ms = histogram.get_max_value() / US_PER_MS
-        self.mean_ms = histogram.get_mean_value() / US_PER_MS
+        self.mean_ms = mean_us(histogram) / US_PER_MS if self.count else 0.0
 
     @property
     def stddev_ms(self) -> float:
         return self.histogram.get_stddev() / US_PER_MS
 
     def percentile(self, percent: float) -> float | None:
-        if not self.count:
-            return None
-        return self.histogram.get_value_at_percentile(percent) / US_PER_MS
+        return self.percentiles([percent])[percent]
 
-    def percentiles(self, percents: Sequence[float]) -> dict[float, float]:
-        """Several percentiles in one pass over the histogram."""
-        values = self.histogram.get_percentile_to_value_dict(list(percents))
-        return {percent: values[percent] / US_PER_MS for percent in percents}
+    def percentiles(self, percents: Sequence[float]) -> dict[float, float | None]:
+        """Several percentiles in one pass over the histogram (None for each when it is empty)."""
+        percents = list(percents)
+        if not self.count:
+            return dict.fromkeys(percents)
+        values = percentiles_us(self.histogram, percents)
+        return {percent: value / US_PER_MS for percent, value in zip(percents, values, strict=True)}
 
     def bucket_counts(self, upper_edges_ms: Sequence[float]) -> list[int]:
         counts = [0] * len(upper_edges_ms)

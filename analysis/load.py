@@ -3,6 +3,7 @@
 A run is what one ``locust --csv PREFIX`` wrote: Locust's own CSVs, and, when the etcd users recorded them, the
 tool's exact latency files (HDR histograms in microseconds) and the load shape's timeline. Problems the user can
 fix (a wrong prefix, an empty run, a CSV written by another tool) raise `AnalysisError` with a one-line message.
+The files' suffixes and the columns read from them are the writers' own, from `etcd_users.files`.
 """
 
 from __future__ import annotations
@@ -14,97 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-# Locust writes percentiles as integers in ms; these are the ones the tables use. Others are optional because
-# Locust's percentile list can be changed.
-LOCUST_PERCENTILE_COLUMNS = ("50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%", "100%")
-
-SUFFIXES = {
-    "stats": "_stats.csv",
-    "history": "_stats_history.csv",
-    "failures": "_failures.csv",
-    "exceptions": "_exceptions.csv",
-    "latency": "_latency.csv",
-    "latency_history": "_latency_history.csv",
-    "hlog": "_latency.hlog",
-    "shape": "_shape.json",
-    "etcd_metrics": "_etcd_metrics.csv",
-}
-
-REQUIRED_COLUMNS = {
-    "stats": (
-        "Type",
-        "Name",
-        "Request Count",
-        "Failure Count",
-        "Average Response Time",
-        "Min Response Time",
-        "Max Response Time",
-        "Requests/s",
-    ),
-    "history": ("Timestamp", "Type", "Name", "Total Request Count", "Total Failure Count"),
-    "failures": ("Method", "Name", "Error", "Occurrences"),
-    "exceptions": ("Count", "Message"),
-    "latency": (
-        "Type",
-        "Name",
-        "Series",
-        "Count",
-        "Failures",
-        "Min",
-        "Mean",
-        "P50",
-        "P90",
-        "P95",
-        "P99",
-        "P99.9",
-        "P99.99",
-        "Max",
-    ),
-    "latency_history": (
-        "Timestamp",
-        "Type",
-        "Name",
-        "Series",
-        "Requests",
-        "Failures",
-        "QPS",
-        "P50",
-        "P99",
-        "P99.9",
-        "Max",
-    ),
-    # What analysis.server reads of etcd_users.server_metrics' file; the other columns are optional.
-    "etcd_metrics": (
-        "Timestamp",
-        "Member",
-        "IsLeader",
-        "LeaderChanges",
-        "ProposalsCommitted",
-        "ProposalsApplied",
-        "DbSizeBytes",
-        "RssBytes",
-        "CpuSeconds",
-        "FsyncP99Ms",
-        "Error",
-    ),
-}
-
-TEXT_COLUMNS = {
-    "Type",
-    "Name",
-    "Series",
-    "Method",
-    "Error",
-    "Message",
-    "Traceback",
-    "Nodes",
-    "First Seen",
-    "Last Seen",
-    "Member",
-    "GrpcRequests",
-}
-
-AGGREGATED = "Aggregated"
+from etcd_users.files import AGGREGATED, REQUIRED_COLUMNS, SHAPE_REQUIRED_KEYS, SUFFIXES, TEXT_COLUMNS
 
 # Locust stores an exception's repr when the user code passes an exception object, e.g.
 # "EtcdError('etcdserver: too many requests')" or "CatchResponseError('UNAVAILABLE')": report the label inside.
@@ -238,6 +149,7 @@ def _read_shape(run: Run) -> dict | None:
         shape = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AnalysisError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(shape, dict) or "started_at" not in shape or "levels" not in shape:
-        raise AnalysisError(f"{path} was not written by this tool's load shapes: no started_at and levels")
+    if not isinstance(shape, dict) or any(key not in shape for key in SHAPE_REQUIRED_KEYS):
+        keys = " and ".join(SHAPE_REQUIRED_KEYS)
+        raise AnalysisError(f"{path} was not written by this tool's load shapes: no {keys}")
     return shape

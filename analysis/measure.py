@@ -21,16 +21,26 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 
 from analysis.distribution import HdrDistribution, LatencyDistribution, PercentileDistribution
-from analysis.hlog import HlogKey, merge, merge_intervals, tag_name
-from analysis.load import AGGREGATED, LOCUST_PERCENTILE_COLUMNS, AnalysisError, Run
+from analysis.hlog import merge_intervals
+from analysis.load import AnalysisError, Run
 from analysis.timeseries import Timeline, Window, after_cut, measured_window, timeline
+from etcd_users.files import (
+    AGGREGATED,
+    LATENCY_SUMMARY_PERCENTILES,
+    LOCUST_PERCENTILE_COLUMNS,
+    SERVICE,
+    HlogKey,
+    tag_text,
+)
+from etcd_users.hdr import merge
 
 Warmup = float | Literal["auto"] | None
 
 EXACT = "exact"
 LOCUST = "locust"
 
-_LATENCY_PERCENTILES = {50.0: "P50", 90.0: "P90", 95.0: "P95", 99.0: "P99", 99.9: "P99.9", 99.99: "P99.99"}
+# The percentile columns of the latency CSV: P50 ... P99.99.
+_LATENCY_PERCENTILES = {percent: f"P{percent:g}" for percent in LATENCY_SUMMARY_PERCENTILES}
 
 
 @dataclass
@@ -63,7 +73,7 @@ class RunMeasurement:
     notes: list[str] = field(default_factory=list)
 
 
-def request_names(run: Run, series: str = "service") -> list[str]:
+def request_names(run: Run, series: str = SERVICE) -> list[str]:
     """The run's request names in the order they were written, without ``Aggregated``."""
     if run.latency is not None:
         rows = run.latency[(run.latency["Series"] == series) & (run.latency["Name"] != AGGREGATED)]
@@ -99,7 +109,7 @@ def measure_run(
     run: Run,
     names: list[str] | None = None,
     warmup: Warmup = None,
-    series: str = "service",
+    series: str = SERVICE,
     need_histograms: bool = False,
 ) -> RunMeasurement:
     """Measure each requested name of ``run`` (all names, plus ``Aggregated`` when there are several).
@@ -162,7 +172,7 @@ def _histograms(run: Run, cut_s: float | None, needed: bool, series: str) -> dic
     if run.hlog_path is None:
         return None
     # The latency CSV's Aggregated row covers the service series only.
-    if cut_s is None and run.latency is not None and not needed and series == "service":
+    if cut_s is None and run.latency is not None and not needed and series == SERVICE:
         return None
     return merge_intervals(run.hlog_path, cut_s)
 
@@ -198,7 +208,7 @@ def _distribution(
 ) -> tuple[LatencyDistribution | None, str]:
     if histograms is not None:
         keys = [key for key in histograms if key.series == series and key.name != AGGREGATED]
-        histogram = merge([histograms[key] for key in keys if name == AGGREGATED or key.name == tag_name(name)])
+        histogram = merge([histograms[key] for key in keys if name == AGGREGATED or key.name == tag_text(name)])
         if histogram is not None and histogram.get_total_count():
             return HdrDistribution(histogram), EXACT
     row = _latency_row(run, name, series)

@@ -1,12 +1,13 @@
 """A benchmark suite's table: mean ± sample standard deviation over the repeats, one row per combination of the
-axes and request name, like seed 001's tables (average QPS and its stddev, average P90 and its stddev, per
-setting).
+axes and request name, like the tables of the official etcd v2.2.0 benchmark page (average QPS and its stddev,
+average P90 and its stddev, per setting).
 
 The suite is the output directory of ``python -m etcd_users.suite run``: its ``suite.json`` (schema 1, see
-suites/README.md) names the combinations, their axis values and each run's CSV prefix and status. Every run with
-status ``done`` is loaded and measured exactly as the comparison table measures a run (`load_run`, `measure_run`,
-`comparison_table`: the tool's exact latency files when present, Locust's CSV otherwise); runs that failed, were
-interrupted, have not run yet or whose files cannot be read are left out and named in the notes.
+suites/README.md; the keys read here are defined in `etcd_users.files`) names the combinations, their axis values
+and each run's CSV prefix and status. Every run with status ``done`` is loaded and measured exactly as the
+comparison table measures a run (`load_run`, `measure_run`, `comparison_table`: the tool's exact latency files when
+present, Locust's CSV otherwise); runs that failed, were interrupted, have not run yet or whose files cannot be read
+are left out and named in the notes.
 """
 
 from __future__ import annotations
@@ -20,14 +21,23 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load import AGGREGATED, AnalysisError, Run, load_run
+from analysis.load import AnalysisError, Run, load_run
 from analysis.measure import RunMeasurement, Warmup, measure_run, request_names
 from analysis.report import html_page, inline_svg, markdown_notes, write_csv
 from analysis.tables import LATENCY_COLUMNS, chart_rows, comparison_table
+from etcd_users.files import (
+    AGGREGATED,
+    RUN_DONE,
+    RUN_FAILED,
+    RUN_PENDING,
+    SUITE_COMBINATION_REQUIRED_KEYS,
+    SUITE_FINISHED,
+    SUITE_JSON,
+    SUITE_REQUIRED_KEYS,
+    SUITE_RUN_REQUIRED_KEYS,
+    SUITE_SCHEMA_VERSION,
+)
 
-SUITE_JSON = "suite.json"
-SCHEMA = 1
-DONE = "done"
 WRITER = "python -m etcd_users.suite run"
 NO_SPREAD = "—"  # the stddev of a single repeat
 REASON_CHARS = 240  # of a failed run's reason in the notes
@@ -51,10 +61,6 @@ METRICS = (
     Metric("error", "error %", "error % ±", 2, 4),
 )
 METRIC_KEYS = [metric.key for metric in METRICS]
-# The documented top-level keys the analysis relies on, and those of each combination and run.
-_SUITE_KEYS = ("schema", "name", "axes", "axis_names", "combinations")
-_COMBINATION_KEYS = ("id", "label", "values", "runs")
-_RUN_KEYS = ("repeat", "prefix", "status")
 
 
 @dataclass
@@ -107,17 +113,19 @@ def read_suite(directory: Path) -> tuple[Path, dict]:
         raise AnalysisError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(document, dict) or "schema" not in document:
         raise AnalysisError(f"{path} was not written by {WRITER}: no schema key")
-    if document["schema"] != SCHEMA:
-        raise AnalysisError(f"{path} has schema {document['schema']!r}; this analysis reads schema {SCHEMA}")
-    _require(path, document, _SUITE_KEYS, "")
+    if document["schema"] != SUITE_SCHEMA_VERSION:
+        raise AnalysisError(
+            f"{path} has schema {document['schema']!r}; this analysis reads schema {SUITE_SCHEMA_VERSION}"
+        )
+    _require(path, document, SUITE_REQUIRED_KEYS, "")
     if not isinstance(document["combinations"], list) or not isinstance(document["axis_names"], list):
         raise AnalysisError(f"{path} was not written by {WRITER}: combinations and axis_names must be lists")
     for index, combination in enumerate(document["combinations"]):
-        _require(path, combination, _COMBINATION_KEYS, f"combinations[{index}].")
+        _require(path, combination, SUITE_COMBINATION_REQUIRED_KEYS, f"combinations[{index}].")
         if not isinstance(combination["values"], dict) or not isinstance(combination["runs"], list):
             raise AnalysisError(f"{path} was not written by {WRITER}: combinations[{index}] has no values or runs")
         for run_index, run in enumerate(combination["runs"]):
-            _require(path, run, _RUN_KEYS, f"combinations[{index}].runs[{run_index}].")
+            _require(path, run, SUITE_RUN_REQUIRED_KEYS, f"combinations[{index}].runs[{run_index}].")
     return directory, document
 
 
@@ -134,7 +142,7 @@ def measure_suite(
     directory, document = read_suite(directory)
     axis_names = list(document["axis_names"])
     notes: list[str] = []
-    if document.get("state") not in (None, "finished"):
+    if document.get("state") not in (None, SUITE_FINISHED):
         notes.append(f"suite state: {document['state']} (suite.json written {document.get('updated', '?')}).")
     left_out: dict[str, list[str]] = {}
     frames = []
@@ -148,8 +156,8 @@ def measure_suite(
             status = str(entry["status"])
             statuses[status] += 1
             where = f"{label} rep {entry['repeat']}"
-            if status != DONE:
-                if status == "failed":
+            if status != RUN_DONE:
+                if status == RUN_FAILED:
                     notes.append(f"{where}: failed, left out ({_reason(entry.get('error'))}).")
                 else:
                     left_out.setdefault(status, []).append(where)
@@ -171,7 +179,7 @@ def measure_suite(
             continue
         frames.append(frame)
     for status, runs in left_out.items():
-        what = "not run yet" if status == "pending" else status
+        what = "not run yet" if status == RUN_PENDING else status
         notes.append(f"{what}, left out: {', '.join(runs)}.")
 
     if not frames:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.load import AGGREGATED, Run, total_requests
+from analysis.load import Run, total_requests
 from analysis.measure import Measurement, RunMeasurement
+from etcd_users.files import AGGREGATED
 
 LATENCY_COLUMNS = {
     "avg (ms)": None,  # the mean, not a percentile
@@ -19,7 +20,7 @@ LATENCY_COLUMNS = {
     "max (ms)": 100.0,
 }
 COMPARISON_COLUMNS = ["run", "name", "requests", "QPS", *LATENCY_COLUMNS, "failures", "error %", "source"]
-# Like seed 000: "3-node write QPS is 37.6 % of single node, latency x2.7".
+# Like the single node vs 3-node benchmark chapter: "3-node write QPS is 37.6 % of single node, latency x2.7".
 RATIO_COLUMNS = {
     "QPS % of baseline": "QPS",
     "P99 ×": "P99 (ms)",

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.load import AGGREGATED, Run
+from analysis.load import Run
+from etcd_users.files import AGGREGATED, SERVICE
 
 COLUMNS = ["name", "start", "end", "requests", "failures", "p50", "p99", "p999", "max"]
 
@@ -62,7 +63,7 @@ class Timeline:
         return summed
 
 
-def timeline(run: Run, series: str = "service") -> Timeline | None:
+def timeline(run: Run, series: str = SERVICE) -> Timeline | None:
     """The run's timeline from the exact history when it has rows for ``series``, else from Locust's history."""
     if run.latency_history is not None:
         rows = run.latency_history[run.latency_history["Series"] == series]

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import gevent
 
 from etcd_users.cluster import ClusterError, LocalCluster, find_etcd_binary
-from etcd_users.options import OPTIONS
+from etcd_users.settings import OPTIONS
 
 REPO = Path(__file__).resolve().parent.parent
 PROBE = "benchmarks/cpu_probe.py"

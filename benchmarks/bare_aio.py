@@ -26,14 +26,14 @@ from hdrh.histogram import HdrHistogram
 from benchmarks.window import percentiles_ms, process_usage, write_atomically
 
 OPS = ("put", "range/linearizable", "range/serializable")
-# as etcd_users.endpoints opens its channels (not imported: that module loads Locust)
+# as etcd_users.transport.pool opens its channels (not imported: that module loads Locust)
 CHANNEL_OPTIONS = (
     ("grpc.max_receive_message_length", 256 * 1024 * 1024),
     ("grpc.max_send_message_length", 16 * 1024 * 1024),
     ("grpc.use_local_subchannel_pool", 1),
 )
 POPULATE_CONCURRENCY = 64  # as the Locust users write the key space
-# the tool's defaults (etcd_users.options); the harness passes them explicitly
+# the tool's defaults (etcd_users.settings); the harness passes them explicitly
 DEFAULT_PREFIX = "/locust-etcd/"
 DEFAULT_KEY_SIZE = 256
 DEFAULT_VAL_SIZE = 1024

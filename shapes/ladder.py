@@ -1,4 +1,4 @@
-"""ConcurrencyLadderShape: the concurrency ladder of seed 003.
+"""ConcurrencyLadderShape: the concurrency ladder of the 3-node TLS field report.
 
 Closed-loop users 1, 200, 2000, 5000, 10000, 20000 (``--shape-ladder``), each rung held
 ``--shape-step-time`` seconds, then stop. Each user sends its next request when the last one returns, so
@@ -7,17 +7,7 @@ leave ``--etcd-user-rate`` at 0::
     locust -f locustfile.py,shapes/ladder.py --headless --shape-ladder 1,50,200 --shape-time-scale 0.1
 """
 
-import sys
-from pathlib import Path
-
-try:
-    from shapes.base import PlannedShape
-except ModuleNotFoundError as error:  # loaded by path from outside the repo: make the repo root importable
-    if error.name != "shapes":
-        raise
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from shapes.base import PlannedShape
-
+from shapes.base import PlannedShape
 from shapes.options import ShapeSettings
 from shapes.plan import Level, ladder_plan
 

@@ -1,4 +1,4 @@
-"""StepSpikeShape: the step-plus-spike load model of seed 004.
+"""StepSpikeShape: the step-plus-spike load model of the load-model report.
 
 A 100 QPS baseline for 300 s, then +200 QPS every 120 s (300, 500, ..., 1900, then 2000: the last step is
 capped at ``--shape-max-qps``), then a 3000 QPS spike for 5 s, then stop. QPS becomes users through
@@ -7,17 +7,7 @@ capped at ``--shape-max-qps``), then a 3000 QPS spike for 5 s, then stop. QPS be
     locust -f locustfile.py,shapes/step_spike.py --headless --etcd-user-rate 10 --shape-time-scale 0.05
 """
 
-import sys
-from pathlib import Path
-
-try:
-    from shapes.base import PlannedShape
-except ModuleNotFoundError as error:  # loaded by path from outside the repo: make the repo root importable
-    if error.name != "shapes":
-        raise
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from shapes.base import PlannedShape
-
+from shapes.base import PlannedShape
 from shapes.options import ShapeSettings
 from shapes.plan import Level, step_spike_plan
 

@@ -1,12 +1,18 @@
-"""What the reliability and security tests read from a Locust run: its rows, failure labels and refusal line."""
+"""What the tests read from a run and check it against: its rows, failure labels, refusal line and latency log, and
+hdrh's own one-value-at-a-time recording, the oracle of the fast HDR paths."""
 
 from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
 from support import read_csv_rows
+
+from etcd_users import hdr
 
 # Locust 2.47 closes its CSV files at shutdown without stopping the greenlet that writes them (locustio/locust#3486),
 # which then fails once if the exit lets it run; Locust's traceback, not this project's
@@ -18,6 +24,15 @@ _LOCUST_CSV_WRITER_RACE = re.compile(
 
 def assert_no_traceback(output: str) -> None:
     assert "Traceback" not in _LOCUST_CSV_WRITER_RACE.sub("", output), output[-3000:]
+
+
+def stderr_lines(text: str) -> list[str]:
+    """The lines of a ``python -m etcd_users.cluster`` stderr that are the tool's own.
+
+    The package __init__ may have imported etcd_users.cluster before runpy runs it as ``-m etcd_users.cluster``, which
+    makes runpy warn that the module was already imported; that warning is not ours to assert on.
+    """
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("<frozen runpy>")]
 
 
 def stats_rows(csv_prefix: Path | str) -> dict[str, dict[str, str]]:
@@ -56,3 +71,23 @@ def refusal_line(result: subprocess.CompletedProcess[str]) -> str:
     assert unprefixed[0].startswith("locust-etcd: error: "), result.stderr
     assert [line for line in lines if "error" in line.lower()] == unprefixed, result.stderr
     return unprefixed[0]
+
+
+def recorded(values_us: Iterable[int]) -> HdrHistogram:
+    """A histogram of whole microseconds recorded one at a time by hdrh's own ``record_value``."""
+    histogram = hdr.new_histogram()
+    for value in values_us:
+        histogram.record_value(value)
+    return histogram
+
+
+def read_hlog(path: Path | str) -> list[tuple[float, str, HdrHistogram]]:
+    """(absolute start second, tag, histogram) of every interval of a ``_latency.hlog``, in file order."""
+    reader = HistogramLogReader(str(path), hdr.new_histogram())
+    intervals = []
+    try:
+        while (interval := reader.get_next_interval_histogram()) is not None:
+            intervals.append((interval.get_start_time_stamp() / 1000, interval.get_tag(), interval))
+    finally:
+        reader.close()
+    return intervals

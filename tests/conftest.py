@@ -7,17 +7,11 @@ from __future__ import annotations
 import locust  # noqa: F401
 
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-# The project is not installed into the virtualenv: make `etcd_users`, `shapes` and `analysis` importable.
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 
 def _import_grpc_without_fork_support() -> None:

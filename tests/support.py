@@ -1,22 +1,36 @@
-"""Helpers shared by the tests: running Locust as a subprocess, reading etcd counters and CSV output."""
+"""Helpers shared by the tests: running Locust as a subprocess, free ports, etcd counters, CSV rows, deploy/ manifests.
+
+What a run's output is checked with (its rows, failure labels, refusal line, latency log) is ``checks``.
+"""
 
 from __future__ import annotations
 
 import csv
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+import yaml
+
 from etcd_users.cluster import LocalCluster
-from etcd_users.prometheus import fetch_metrics, metric_sum
+from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 REPO = Path(__file__).resolve().parent.parent
+DEPLOY = REPO / "deploy"
 HEADLESS = ("-f", "locustfile.py", "--headless", "--only-summary")
 OUTPUT_TAIL_CHARS = 4000
+
+
+def run_analysis(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m analysis *args`` from the repository, output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "analysis", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def run_locust(
@@ -44,7 +58,7 @@ def run_locust(
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(process)
+        kill_group(process)
         stdout, stderr = process.communicate()
         raise AssertionError(
             f"locust did not finish within {timeout:g}s: {' '.join(args)}\n{_tails(stdout, stderr)}"
@@ -81,7 +95,7 @@ class LocustProcess(subprocess.Popen):
 
     def kill_group(self) -> None:
         """SIGKILL the process and any workers it forked."""
-        _kill_group(self)
+        kill_group(self)
 
     def __exit__(self, *exc_info: object) -> None:
         # Never leave a Locust behind when a test fails half-way.
@@ -139,10 +153,46 @@ def member_counter(cluster: LocalCluster, method: str) -> list[float]:
     ]
 
 
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now (for a web UI, a master, or a dead member's URL)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def read_csv_rows(path: Path | str) -> list[dict[str, str]]:
     """All rows of a CSV file with a header line."""
     with open(path, newline="") as csv_file:
         return list(csv.DictReader(csv_file))
+
+
+def deploy_manifests() -> dict[tuple[str, str], dict]:
+    """Every Kubernetes object of deploy/*.yaml, by (kind, name); kinds may repeat a name (the master Job)."""
+    documents: dict[tuple[str, str], dict] = {}
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        if path.name == "kustomization.yaml":  # kustomize's file, no object
+            continue
+        for document in yaml.safe_load_all(path.read_text()):
+            assert document["apiVersion"] and document["kind"], path
+            key = (document["kind"], document["metadata"]["name"])
+            assert key not in documents, f"{path.name}: {key} defined twice"
+            documents[key] = document
+    return documents
+
+
+def pod_container(workload: dict) -> dict:
+    """The one container of a Deployment's or Job's pods."""
+    [only] = workload["spec"]["template"]["spec"]["containers"]
+    return only
+
+
+def pod_environment(manifests: dict[tuple[str, str], dict], kind: str, name: str) -> dict[str, str]:
+    """What the pod's container sees: the ConfigMap, then its own plain values (Kubernetes' order)."""
+    environment = dict(manifests[("ConfigMap", "locust-etcd-options")]["data"])
+    for entry in pod_container(manifests[(kind, name)]).get("env", []):
+        if "value" in entry:
+            environment[entry["name"]] = entry["value"]
+    return environment
 
 
 def _environment(overrides: Mapping[str, str] | None) -> dict[str, str]:
@@ -151,7 +201,7 @@ def _environment(overrides: Mapping[str, str] | None) -> dict[str, str]:
     return environment
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def kill_group(process: subprocess.Popen) -> None:
     # The group outlives its leader when forked workers are left behind, so kill it even after the leader exited.
     try:
         os.killpg(process.pid, signal.SIGKILL)

@@ -19,7 +19,11 @@ import random
 import time
 from pathlib import Path
 
-from etcd_users.latency import INTENDED_CONTEXT_KEY  # importing the recorder registers its listeners
+from etcd_users import plugin
+from etcd_users.latency.store import INTENDED_CONTEXT_KEY
+
+# the exact latencies alone: these users are not etcd's (no --etcd-* options, no cluster, no gates)
+plugin.install(events, etcd=False)
 
 REQUEST_TYPE = "synthetic"
 FAILURE = "synthetic error"

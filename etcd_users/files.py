@@ -1,0 +1,151 @@
+"""Every file a run leaves, defined once: names, columns, the ``Aggregated`` row, series, hlog tags, ``suite.json``.
+
+The writers (``etcd_users.latency``, ``etcd_users.reporting.server_metrics``, ``shapes``, ``etcd_users.suite``) and
+the readers (``analysis``) import these names, so a column renamed here is renamed on both sides. Pure: no Locust.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# -- the files of one run, by their suffix after ``--csv PREFIX`` --
+
+SUFFIXES = {
+    "stats": "_stats.csv",
+    "history": "_stats_history.csv",
+    "failures": "_failures.csv",
+    "exceptions": "_exceptions.csv",
+    "latency": "_latency.csv",
+    "latency_history": "_latency_history.csv",
+    "hlog": "_latency.hlog",
+    "shape": "_shape.json",
+    "etcd_metrics": "_etcd_metrics.csv",
+}
+
+# The name of the all-requests row, in Locust's CSVs and in ours.
+AGGREGATED = "Aggregated"
+
+# -- Locust's own CSVs: the columns the analysis reads --
+
+LOCUST_STATS_COLUMNS = (
+    *("Type", "Name", "Request Count", "Failure Count"),
+    *("Average Response Time", "Min Response Time", "Max Response Time", "Requests/s"),
+)
+LOCUST_HISTORY_COLUMNS = ("Timestamp", "Type", "Name", "Total Request Count", "Total Failure Count")
+LOCUST_FAILURES_COLUMNS = ("Method", "Name", "Error", "Occurrences")
+LOCUST_EXCEPTIONS_COLUMNS = ("Count", "Message")
+# Locust writes percentiles as integers in ms; these are the ones the tables use. Others are optional because
+# Locust's percentile list can be changed.
+LOCUST_PERCENTILE_COLUMNS = ("50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%", "100%")
+
+# -- the exact latency files (etcd_users.latency) --
+
+# The series of a request: the response time the user measured, and the latency from the intended send time of
+# rate-driven users (coordinated omission).
+SERVICE = "service"
+INTENDED = "intended"
+
+LATENCY_SUMMARY_COLUMNS = (
+    *("Type", "Name", "Series", "Count", "Failures", "Min", "Mean"),
+    *("P50", "P90", "P95", "P99", "P99.9", "P99.99", "Max"),
+    # the run's first and last request (unix seconds, all names): its exact duration, for QPS
+    *("First", "Last"),
+)
+LATENCY_SUMMARY_PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
+LATENCY_HISTORY_COLUMNS = (
+    *("Timestamp", "Type", "Name", "Series", "Requests", "Failures", "QPS"),
+    *("P50", "P99", "P99.9", "Max"),
+)
+LATENCY_HISTORY_PERCENTILES = (50.0, 99.0, 99.9)
+
+_UNSAFE_TAG_CHARACTERS = re.compile(r"[\s,]")
+
+
+class HlogKey(NamedTuple):
+    """What an interval of ``PREFIX_latency.hlog`` is of: its tag is ``TYPE:NAME:SERIES``."""
+
+    type: str
+    name: str
+    series: str
+
+    @property
+    def tag(self) -> str:
+        """HdrHistogram log tags may not hold commas or whitespace."""
+        return tag_text(":".join(self))
+
+    @classmethod
+    def parse(cls, tag: str) -> HlogKey:
+        request_type, _, rest = tag.partition(":")
+        name, _, series = rest.rpartition(":")
+        if not name:
+            # A tag without a series is taken as the service time.
+            name, series = rest, SERVICE
+        return cls(request_type, name, series)
+
+
+def tag_text(text: str) -> str:
+    """``text`` as it appears in an hlog tag (a request name in a tag, for one)."""
+    return _UNSAFE_TAG_CHARACTERS.sub("_", text)
+
+
+# -- the members' /metrics, polled during the run (etcd_users.reporting.server_metrics) --
+
+ETCD_METRICS_COLUMNS = (
+    *("Timestamp", "Member"),
+    *("IsLeader", "HasLeader", "LeaderChanges"),
+    *("ProposalsCommitted", "ProposalsApplied", "ProposalsPending", "ProposalsFailed"),
+    *("DbSizeBytes", "DbSizeInUseBytes", "QuotaBytes", "RssBytes", "CpuSeconds"),
+    *("FsyncP99Ms", "BackendCommitP99Ms", "GrpcRequests"),
+    *("Keys", "WatchStreams", "Watchers"),
+    "Error",
+)
+# What the analysis needs of that file; the other columns are optional.
+ETCD_METRICS_REQUIRED_COLUMNS = (
+    *("Timestamp", "Member", "IsLeader", "LeaderChanges", "ProposalsCommitted", "ProposalsApplied"),
+    *("DbSizeBytes", "RssBytes", "CpuSeconds", "FsyncP99Ms", "Error"),
+)
+
+# -- the columns each reader requires, by file kind --
+
+REQUIRED_COLUMNS = {
+    "stats": LOCUST_STATS_COLUMNS,
+    "history": LOCUST_HISTORY_COLUMNS,
+    "failures": LOCUST_FAILURES_COLUMNS,
+    "exceptions": LOCUST_EXCEPTIONS_COLUMNS,
+    "latency": LATENCY_SUMMARY_COLUMNS[:-2],  # First and Last came later; older files lack them
+    "latency_history": LATENCY_HISTORY_COLUMNS,
+    "etcd_metrics": ETCD_METRICS_REQUIRED_COLUMNS,
+}
+# Columns read as text; every other column of a CSV is numeric.
+TEXT_COLUMNS = frozenset(
+    {"Type", "Name", "Series", "Method", "Error", "Message", "Traceback", "Nodes", "First Seen", "Last Seen"}
+    | {"Member", "GrpcRequests"}
+)
+
+# -- the load shape's record (shapes.base) --
+
+SHAPE_REQUIRED_KEYS = ("started_at", "levels")
+
+# -- a benchmark suite's record, DIR/suite.json (etcd_users.suite writes it, analysis.suite reads it) --
+
+SUITE_JSON = "suite.json"
+# Its "schema" key; a reader refuses any other version. The keys are documented in suites/README.md.
+SUITE_SCHEMA_VERSION = 1
+
+# The suite's "state": running until the last run ends (finished) or Ctrl-C / SIGTERM stops it (interrupted).
+SUITE_RUNNING = "running"
+SUITE_FINISHED = "finished"
+SUITE_INTERRUPTED = "interrupted"
+
+# A run's "status". Only a done run holds complete data (Locust's exit code 1 for failed requests included).
+RUN_PENDING = "pending"  # not run yet
+RUN_DONE = "done"
+RUN_FAILED = "failed"  # its "error" says why
+RUN_INTERRUPTED = "interrupted"  # stopped part-way; runs again when the suite is resumed
+RUN_STATUSES = (RUN_PENDING, RUN_DONE, RUN_FAILED, RUN_INTERRUPTED)
+
+# The keys the reader relies on: at the top, in each of "combinations", and in each of a combination's "runs".
+SUITE_REQUIRED_KEYS = ("schema", "name", "axes", "axis_names", "combinations")
+SUITE_COMBINATION_REQUIRED_KEYS = ("id", "label", "values", "runs")
+SUITE_RUN_REQUIRED_KEYS = ("repeat", "prefix", "status")

@@ -1,0 +1,256 @@
+"""The exact latencies of one process: per-second HDR histograms while recording, their merge across workers, and
+the run's totals. Pure: no Locust (``recorder`` binds it to Locust's events).
+
+Recording keeps a second's latencies in lists and makes them histograms when the second closes
+(``hdr.histogram_of``): the thread that runs every user pays one list append per request. Workers ship the seconds
+closed since their last report (``export_report``); the master merges them (``merge_report``), which gives the same
+figures as one process that saw every request. Merged seconds wait in ``pending`` until they are sealed for the
+files.
+
+``Count`` includes failures (as Locust's request count does); failures have no latency.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, NamedTuple
+
+from hdrh.histogram import HdrHistogram
+
+from etcd_users import hdr
+from etcd_users.files import AGGREGATED, INTENDED, LATENCY_SUMMARY_PERCENTILES, SERVICE
+
+logger = logging.getLogger(__name__)
+
+INTENDED_CONTEXT_KEY = "intended_response_time"
+
+Key = tuple[str, str, str]  # (request type, name, series)
+
+_now = time.time
+
+
+class LatencyRow(NamedTuple):
+    """One (type, name, series) over the run. Latencies in ms; None when no request of the key succeeded."""
+
+    type: str
+    name: str
+    series: str
+    count: int  # requests, failures included
+    failures: int
+    min_ms: float | None
+    mean_ms: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    p999: float | None
+    p9999: float | None
+    max_ms: float | None
+
+
+class SealedInterval(NamedTuple):
+    """One second of one key, final: what a history row and an hlog interval are made of."""
+
+    second: int
+    key: Key
+    histogram: HdrHistogram | None  # None when every request of that second failed
+    failures: int
+
+
+def summary_row(key: Key, histogram: HdrHistogram | None, failures: int) -> LatencyRow:
+    if histogram is None or not histogram.total_count:
+        return LatencyRow(*key, failures, failures, *([None] * 9))
+    values = hdr.percentiles_us(histogram, LATENCY_SUMMARY_PERCENTILES)
+    return LatencyRow(
+        *key,
+        histogram.total_count + failures,
+        failures,
+        histogram.get_min_value() / 1000.0,
+        hdr.mean_us(histogram) / 1000.0,
+        *(value / 1000.0 for value in values),
+        histogram.get_max_value() / 1000.0,
+    )
+
+
+class LatencyStore:
+    """Recording side (every process) and merged side (master or single process) of the exact latencies."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    # -- recording (hot path) --
+
+    def record(
+        self,
+        request_type: str,
+        name: str,
+        response_time: float,
+        exception: Any = None,
+        context: Any = None,
+        **_kwargs: Any,
+    ) -> None:
+        """Listener of Locust's ``request`` event; ``response_time`` and the intended time in ms, unrounded."""
+        now = _now()
+        second = int(now)
+        if second != self._open_second:
+            self._roll(second)
+        if self.first_request is None:
+            self.first_request = now
+        self.last_request = now
+        if exception is not None:
+            self._count_failure(request_type, name, context)
+            return
+        if response_time is None:
+            return  # Locust allows a request without a response time; it has no latency to count
+        key = (request_type, name, SERVICE)
+        latencies = self._open.get(key)
+        if latencies is None:
+            latencies = self._open[key] = []
+        latencies.append(response_time)
+        if context and INTENDED_CONTEXT_KEY in context:
+            self._record_intended(request_type, name, context[INTENDED_CONTEXT_KEY])
+
+    def _record_intended(self, request_type: str, name: str, intended_ms: float) -> None:
+        key = (request_type, name, INTENDED)
+        latencies = self._open.get(key)
+        if latencies is None:
+            latencies = self._open[key] = []
+        latencies.append(intended_ms)
+
+    def _count_failure(self, request_type: str, name: str, context: Any) -> None:
+        failures = self._open_failures
+        key = (request_type, name, SERVICE)
+        failures[key] = failures.get(key, 0) + 1
+        if context and INTENDED_CONTEXT_KEY in context:
+            key = (request_type, name, INTENDED)
+            failures[key] = failures.get(key, 0) + 1
+
+    def _roll(self, second: int) -> None:
+        """Close the recorded second (or the part of it recorded so far) and continue in ``second``."""
+        if self._open or self._open_failures:
+            histograms = {key: hdr.histogram_of(latencies) for key, latencies in self._open.items()}
+            self._closed.append((self._open_second, histograms, self._open_failures))
+            self._open, self._open_failures = {}, {}
+        self._open_second = second
+
+    def _take_closed(self) -> list[tuple[int, dict[Key, HdrHistogram], dict[Key, int]]]:
+        self._roll(self._open_second)
+        closed, self._closed = self._closed, []
+        return closed
+
+    # -- between processes --
+
+    def export_report(self) -> dict[str, Any]:
+        """Everything recorded since the last export, encoded for the master; forgets it."""
+        intervals = []
+        failures = []
+        for second, histograms, failure_counts in self._take_closed():
+            for key, histogram in histograms.items():
+                intervals.append([second, *key, histogram.encode().decode("ascii")])
+            for key, count in failure_counts.items():
+                failures.append([second, *key, count])
+        return {"intervals": intervals, "failures": failures, "first": self.first_request, "last": self.last_request}
+
+    def merge_report(self, report: dict[str, Any]) -> None:
+        """Add a worker's ``export_report()`` to the run's histograms."""
+        first, last = report.get("first"), report.get("last")
+        if first is not None and self._summary_reset_at is not None:
+            first = max(first, self._summary_reset_at)  # workers' first requests predate the master's "Reset stats"
+        if first is not None and (self.first_request is None or first < self.first_request):
+            self.first_request = first
+        if last is not None and (self.last_request is None or last > self.last_request):
+            self.last_request = last
+        for second, request_type, name, series, payload in report.get("intervals", ()):
+            self._add_interval(second, (request_type, name, series), HdrHistogram.decode(payload))
+        for second, request_type, name, series, count in report.get("failures", ()):
+            self._add_failures(second, (request_type, name, series), count)
+
+    def fold_recorded(self) -> None:
+        """Fold this process's own recorded seconds into the run's histograms (a master's or single process's)."""
+        for second, histograms, failure_counts in self._take_closed():
+            for key, histogram in histograms.items():
+                self._add_interval(second, key, histogram)
+            for key, count in failure_counts.items():
+                self._add_failures(second, key, count)
+
+    def _add_interval(self, second: int, key: Key, histogram: HdrHistogram) -> None:
+        if not histogram.total_count:
+            return  # hdrh's add() would take an empty histogram's minimum as 0
+        cumulative = self._cumulative.get(key)
+        if cumulative is None:
+            cumulative = self._cumulative[key] = hdr.new_histogram()
+        cumulative.add(histogram)
+        per_second = self._pending.setdefault(second, {})
+        if key in per_second:
+            per_second[key].add(histogram)
+        else:
+            per_second[key] = histogram  # no longer recorded into: owned from here on
+        if second <= self._last_sealed_second:
+            logger.debug("latency of %s at %d arrived after that second was written; appended again", key, second)
+
+    def _add_failures(self, second: int, key: Key, count: int) -> None:
+        self._failures[key] = self._failures.get(key, 0) + count
+        per_second = self._pending_failures.setdefault(second, {})
+        per_second[key] = per_second.get(key, 0) + count
+
+    # -- reading the merged side --
+
+    def snapshot(self) -> list[LatencyRow]:
+        """One row per (type, name, series), sorted, then the ``Aggregated`` row of all service histograms."""
+        keys = sorted(self._cumulative.keys() | self._failures.keys())
+        rows = [summary_row(key, self._cumulative.get(key), self._failures.get(key, 0)) for key in keys]
+        aggregated = hdr.new_histogram()
+        aggregated_failures = 0
+        for key in keys:
+            if key[2] == SERVICE:
+                if key in self._cumulative:
+                    aggregated.add(self._cumulative[key])
+                aggregated_failures += self._failures.get(key, 0)
+        rows.append(summary_row(("", AGGREGATED, SERVICE), aggregated, aggregated_failures))
+        return rows
+
+    def histogram(self, request_type: str, name: str, series: str = SERVICE) -> HdrHistogram | None:
+        """The run's histogram of one key (microseconds; do not modify it), None before its first success."""
+        return self._cumulative.get((request_type, name, series))
+
+    def seal(self, horizon: int | None) -> list[SealedInterval]:
+        """Take the pending seconds before ``horizon`` (all when None) out of memory, in file order."""
+        seconds = sorted(self._pending.keys() | self._pending_failures.keys())
+        if horizon is not None:
+            seconds = [second for second in seconds if second < horizon]
+        sealed = []
+        for second in seconds:
+            histograms = self._pending.pop(second, {})
+            failures = self._pending_failures.pop(second, {})
+            for key in sorted(histograms.keys() | failures.keys()):
+                sealed.append(SealedInterval(second, key, histograms.get(key), failures.get(key, 0)))
+            self._last_sealed_second = max(self._last_sealed_second, second)
+        return sealed
+
+    # -- a run's life --
+
+    def reset(self) -> None:
+        """Forget everything: a new run starts (on a worker, what is left is the previous run's tail)."""
+        # Recording side: the current second (its latencies in ms, made a histogram when it closes), and the
+        # seconds closed since the last fold or report.
+        self._open_second = 0
+        self._open: dict[Key, list[float]] = {}
+        self._open_failures: dict[Key, int] = {}
+        self._closed: list[tuple[int, dict[Key, HdrHistogram], dict[Key, int]]] = []
+        # Merged side: the run's totals, and the seconds not yet written out.
+        self._pending: dict[int, dict[Key, HdrHistogram]] = {}
+        self._pending_failures: dict[int, dict[Key, int]] = {}
+        self._last_sealed_second = -1
+        self.started_at = _now()
+        self.reset_summary()
+        self._summary_reset_at: float | None = None
+
+    def reset_summary(self) -> None:
+        """Forget the run's totals, keep its per-second history (Locust's "Reset stats")."""
+        self._cumulative: dict[Key, HdrHistogram] = {}
+        self._failures: dict[Key, int] = {}
+        # when the run's first and last requests were recorded here (or, merged, anywhere)
+        self.first_request: float | None = None
+        self.last_request: float | None = None
+        self._summary_reset_at = _now()

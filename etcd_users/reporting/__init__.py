@@ -1,0 +1,10 @@
+"""The run's reporting, beside Locust's own: what the members say and whether the run met its gates.
+
+- ``preflight``: each member's version, db size against quota and WAL fsync P99 before the load starts;
+- ``server_metrics``: every member's /metrics polled during the run into ``PREFIX_etcd_metrics.csv``;
+- ``exposition``: the reader of Prometheus' text format those pages are in;
+- ``sla``: the ``--etcd-sla`` gates judged on the exact latencies;
+- ``webui``: the etcd tabs of Locust's web UI.
+
+``etcd_users.plugin`` decides when each of them runs.
+"""

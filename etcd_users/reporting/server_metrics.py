@@ -1,0 +1,346 @@
+"""The members' own view of a run: each member's Prometheus /metrics, polled into ``PREFIX_etcd_metrics.csv``.
+
+The client side says how long requests took; the server side says why: leader changes, proposals that pile up,
+the WAL fsync and backend commit latency of the disk, the db growing towards its quota, memory and CPU. The master
+(or the single process) polls every member every ``--etcd-metrics-interval`` seconds in a greenlet, over urllib on
+gevent's patched sockets, and appends one row per member per poll (see ``COLUMNS``). A member that does not answer
+gets a row with ``Error`` set; the run goes on.
+"""
+
+import locust  # noqa: F401  (gevent's monkey patching must come first)
+
+import csv
+import logging
+import math
+import socket
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+import gevent
+
+from etcd_users.files import ETCD_METRICS_COLUMNS, SUFFIXES
+from etcd_users.reporting.exposition import parse_metrics
+from etcd_users.settings import EtcdSettings
+
+logger = logging.getLogger(__name__)
+
+CSV_SUFFIX = SUFFIXES["etcd_metrics"]
+FSYNC = "etcd_disk_wal_fsync_duration_seconds"
+BACKEND_COMMIT = "etcd_disk_backend_commit_duration_seconds"
+GRPC_HANDLED = "grpc_server_handled_total"
+DB_SIZE = "etcd_mvcc_db_total_size_in_bytes"
+QUOTA = "etcd_server_quota_backend_bytes"
+
+# CSV column -> the plain (counter or gauge) metric it shows, as named by etcd 3.5
+GAUGE_COLUMNS = {
+    "IsLeader": "etcd_server_is_leader",
+    "HasLeader": "etcd_server_has_leader",
+    "LeaderChanges": "etcd_server_leader_changes_seen_total",
+    "ProposalsCommitted": "etcd_server_proposals_committed_total",
+    "ProposalsApplied": "etcd_server_proposals_applied_total",
+    "ProposalsPending": "etcd_server_proposals_pending",
+    "ProposalsFailed": "etcd_server_proposals_failed_total",
+    "DbSizeBytes": DB_SIZE,
+    "DbSizeInUseBytes": "etcd_mvcc_db_total_size_in_use_in_bytes",
+    "QuotaBytes": QUOTA,
+    "RssBytes": "process_resident_memory_bytes",
+    "CpuSeconds": "process_cpu_seconds_total",
+}
+DEBUGGING_COLUMNS = {
+    "Keys": "etcd_debugging_mvcc_keys_total",
+    "WatchStreams": "etcd_debugging_mvcc_watch_stream_total",
+    "Watchers": "etcd_debugging_mvcc_watcher_total",
+}
+COLUMNS = ETCD_METRICS_COLUMNS
+_PLAIN_METRICS = frozenset(GAUGE_COLUMNS.values()) | frozenset(DEBUGGING_COLUMNS.values())
+_HISTOGRAMS = (FSYNC + "_bucket", BACKEND_COMMIT + "_bucket")
+# Only these lines are parsed: a member's page has ~1500 lines (~150 KB), most of them unused here.
+_WANTED_PREFIXES = tuple(sorted(_PLAIN_METRICS)) + _HISTOGRAMS + (GRPC_HANDLED,)
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+Buckets = dict[float, float]  # upper bound ("le") -> cumulative count
+
+
+def histogram_quantile(quantile: float, buckets: Iterable[tuple[float, float]]) -> float | None:
+    """Prometheus' ``histogram_quantile`` over cumulative ``(upper bound, count)`` buckets; None without samples.
+
+    As Prometheus does: the rank ``quantile * total`` falls in the first bucket whose cumulative count reaches it,
+    and the value is interpolated linearly between that bucket's lower and upper bound (the lowest bucket starts
+    at 0). A rank in the +Inf bucket gives the highest finite bound. Without a +Inf bucket there is no answer.
+    """
+    if not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile {quantile!r} is not between 0 and 1")
+    merged: dict[float, float] = {}
+    for bound, count in buckets:
+        merged[bound] = merged.get(bound, 0.0) + count
+    bounds = sorted(merged)
+    if len(bounds) < 2 or bounds[-1] != math.inf:
+        return None
+    counts: list[float] = []
+    for bound in bounds:  # counts that go down (scraped mid-update) are raised, as Prometheus does
+        counts.append(max(merged[bound], counts[-1]) if counts else merged[bound])
+    total = counts[-1]
+    if total <= 0:
+        return None
+    rank = quantile * total
+    index = bisect_left(counts, rank)
+    if index == len(bounds) - 1:
+        return bounds[-2]
+    if index == 0 and bounds[0] <= 0:
+        return bounds[0]
+    start, end, in_bucket = 0.0, bounds[index], counts[index]
+    if index > 0:
+        start = bounds[index - 1]
+        in_bucket -= counts[index - 1]
+        rank -= counts[index - 1]
+    if in_bucket <= 0:
+        return start
+    return start + (end - start) * (rank / in_bucket)
+
+
+def bucket_delta(after: Buckets, before: Buckets | None) -> Buckets | None:
+    """The buckets of the samples observed between two scrapes; ``after`` alone when the member restarted."""
+    if before is None:
+        return None
+    delta = {bound: count - before.get(bound, 0.0) for bound, count in after.items()}
+    if any(count < 0 for count in delta.values()):
+        return dict(after)  # counters went back: the member restarted since ``before``
+    return delta
+
+
+def interval_p99_ms(after: Buckets, before: Buckets | None) -> float | None:
+    """P99 in ms of a duration histogram (seconds) over the samples between two scrapes; None without any."""
+    delta = bucket_delta(after, before)
+    if not delta:
+        return None
+    value = histogram_quantile(0.99, delta.items())
+    return None if value is None else value * 1000.0
+
+
+@dataclass
+class Scrape:
+    """What one member's /metrics says, reduced to what the CSV and the pre-flight report use."""
+
+    values: dict[str, float] = field(default_factory=dict)  # plain metrics by name, summed over labels
+    histograms: dict[str, Buckets] = field(default_factory=dict)  # by name, without the _bucket suffix
+    grpc: dict[tuple[str, str], float] = field(default_factory=dict)  # (method, code) -> handled calls
+
+    def buckets(self, name: str) -> Buckets:
+        return self.histograms.get(name, {})
+
+
+def parse_scrape(text: str) -> Scrape:
+    """Reduce a /metrics page to a ``Scrape`` (raises ValueError on a malformed line)."""
+    lines = [
+        line
+        for line in text.splitlines()
+        # a zero counter of grpc_server_handled_total (most of its ~700 lines) adds nothing
+        if line.startswith(_WANTED_PREFIXES) and not (line.startswith(GRPC_HANDLED) and line.endswith(" 0"))
+    ]
+    scrape = Scrape()
+    for sample in parse_metrics("\n".join(lines)):
+        if sample.name in _PLAIN_METRICS:
+            scrape.values[sample.name] = scrape.values.get(sample.name, 0.0) + sample.value
+        elif sample.name in _HISTOGRAMS:
+            buckets = scrape.histograms.setdefault(sample.name.removesuffix("_bucket"), {})
+            bound = float(sample.labels.get("le", "nan"))
+            if not math.isnan(bound):
+                buckets[bound] = buckets.get(bound, 0.0) + sample.value
+        elif sample.name == GRPC_HANDLED and sample.value:
+            key = (sample.labels.get("grpc_method", ""), sample.labels.get("grpc_code", ""))
+            scrape.grpc[key] = scrape.grpc.get(key, 0.0) + sample.value
+    return scrape
+
+
+def format_grpc(counts: dict[tuple[str, str], float]) -> str:
+    """``method:code=count;…`` sorted, calls so far (etcd's Watch of etcdserverpb and of grpc.health are summed)."""
+    return ";".join(f"{method}:{code}={count:.0f}" for (method, code), count in sorted(counts.items()))
+
+
+def _number(value: float | None) -> str | int | float:
+    if value is None:
+        return ""
+    return int(value) if float(value).is_integer() else round(value, 3)
+
+
+def row_fields(timestamp: float, member: str, scrape: Scrape, previous: Scrape | None) -> list:
+    """One CSV row (in ``COLUMNS`` order) from a scrape and the member's previous one (for the interval's P99s)."""
+    previous_buckets = previous.histograms if previous is not None else {}
+    fsync, commit = (
+        interval_p99_ms(scrape.buckets(name), previous_buckets.get(name)) for name in (FSYNC, BACKEND_COMMIT)
+    )
+    row = {
+        "Timestamp": f"{timestamp:.3f}",
+        "Member": member,
+        **{column: _number(scrape.values.get(name)) for column, name in {**GAUGE_COLUMNS, **DEBUGGING_COLUMNS}.items()},
+        "FsyncP99Ms": "" if fsync is None else f"{fsync:.3f}",
+        "BackendCommitP99Ms": "" if commit is None else f"{commit:.3f}",
+        "GrpcRequests": format_grpc(scrape.grpc),
+        "Error": "",
+    }
+    return [row[column] for column in COLUMNS]
+
+
+def error_fields(timestamp: float, member: str, error: str) -> list:
+    row = {"Timestamp": f"{timestamp:.3f}", "Member": member, "Error": error}
+    return [row.get(column, "") for column in COLUMNS]
+
+
+def describe_error(error: BaseException, timeout: float) -> str:
+    """Why a scrape failed, in one line."""
+    if isinstance(error, urllib.error.HTTPError):
+        return f"HTTP {error.code} {error.reason}"
+    reason = error.reason if isinstance(error, urllib.error.URLError) else error
+    if isinstance(reason, (socket.timeout, TimeoutError)):
+        return f"no answer within {timeout:g}s"
+    return one_line(reason) if isinstance(reason, BaseException) else str(reason)
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def member_urls(settings: EtcdSettings) -> list[tuple[str, str]]:
+    """(endpoint URL, /metrics URL) of each member, from ``--etcd-metrics-urls`` or the client URLs."""
+    urls = settings.metrics_urls or tuple(f"{endpoint.url}/metrics" for endpoint in settings.endpoints)
+    return [(endpoint.url, url) for endpoint, url in zip(settings.endpoints, urls, strict=True)]
+
+
+def ssl_context(options) -> ssl.SSLContext:
+    """The client TLS of ``--etcd-cacert/--etcd-cert/--etcd-key``, for https metrics URLs."""
+    context = ssl.create_default_context(cafile=options.etcd_cacert or None)
+    if options.etcd_cert:
+        context.load_cert_chain(options.etcd_cert, options.etcd_key or None)
+    return context
+
+
+class Scraper:
+    """GETs and parses /metrics pages; loopback URLs never go through an http_proxy from the environment."""
+
+    def __init__(self, timeout: float, context: ssl.SSLContext | None = None) -> None:
+        self.timeout = timeout
+        handlers: list = [urllib.request.HTTPSHandler(context=context)] if context is not None else []
+        self._direct = urllib.request.build_opener(urllib.request.ProxyHandler({}), *handlers)
+        self._proxied = urllib.request.build_opener(*handlers)
+
+    def fetch(self, url: str) -> Scrape:
+        opener = self._direct if urllib.parse.urlsplit(url).hostname in _LOOPBACK_HOSTS else self._proxied
+        request = urllib.request.Request(url, headers={"Accept": "text/plain; version=0.0.4"})
+        with opener.open(request, timeout=self.timeout) as response:
+            charset = response.headers.get_content_charset() or "utf-8"
+            return parse_scrape(response.read().decode(charset, "replace"))
+
+    def fetch_all(self, urls: Sequence[str]) -> list[Scrape | str]:
+        """Every URL at once; a scrape, or why it failed in one line, for each."""
+
+        def one(url: str) -> Scrape | str:
+            try:
+                return self.fetch(url)
+            except Exception as error:  # whatever the member sent back, a row with the error and the run goes on
+                return describe_error(error, self.timeout)
+
+        jobs = [gevent.spawn(one, url) for url in urls]
+        gevent.joinall(jobs)
+        return [job.value for job in jobs]
+
+
+class MetricsPoller:
+    """Polls every member at a fixed period and appends their rows to the CSV file."""
+
+    def __init__(self, members: Sequence[tuple[str, str]], interval: float, scraper: Scraper, path: str) -> None:
+        self.members = list(members)
+        self.interval = interval
+        self.scraper = scraper
+        self.path = path
+        self._file: TextIO | None = open(path, "w", newline="")
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(COLUMNS)
+        self._file.flush()
+        self._previous: dict[str, Scrape] = {}
+        self._failing: set[str] = set()
+        self._greenlet: gevent.Greenlet | None = None
+
+    def poll(self) -> None:
+        """One row per member, all with the same timestamp (when the poll began)."""
+        timestamp = time.time()
+        results = self.scraper.fetch_all([url for _, url in self.members])
+        if self._file is None:
+            return
+        for (member, _), result in zip(self.members, results, strict=True):
+            if isinstance(result, str):
+                self._writer.writerow(error_fields(timestamp, member, result))
+                if member not in self._failing:
+                    logger.warning("etcd metrics: %s did not answer (%s); the run goes on", member, result)
+                    self._failing.add(member)
+                continue  # the next P99 covers the time since the last scrape that worked
+            self._writer.writerow(row_fields(timestamp, member, result, self._previous.get(member)))
+            self._previous[member] = result
+            if member in self._failing:
+                logger.info("etcd metrics: %s answers again", member)
+                self._failing.discard(member)
+        self._file.flush()
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        periods = 0
+        while True:
+            try:
+                self.poll()
+            except Exception as error:  # a failing poll never stops a run
+                logger.warning("etcd metrics: poll failed: %s", one_line(error))
+            # a fixed schedule; polls missed while one was slow are skipped, not made up
+            periods = max(periods + 1, int((time.monotonic() - started) / self.interval) + 1)
+            gevent.sleep(max(0.0, started + periods * self.interval - time.monotonic()))
+
+    def start(self) -> None:
+        """Poll at once (the state at the start), then every interval."""
+        self._greenlet = gevent.spawn(self._run)
+
+    def stop(self) -> None:
+        """Stop polling, take a last row per member (the state at the end) and close the file."""
+        if self._greenlet is not None:
+            self._greenlet.kill(block=True, timeout=self.scraper.timeout + 1.0)
+            self._greenlet = None
+            try:
+                self.poll()
+            except Exception as error:
+                logger.warning("etcd metrics: last poll failed: %s", one_line(error))
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def start_polling(environment, settings: EtcdSettings) -> MetricsPoller | None:
+    """On the master or the single process at test start: a started poller when ``--csv`` and the interval ask for
+    one (the caller stops it), else None."""
+    prefix = getattr(environment.parsed_options, "csv_prefix", None)
+    if not prefix or settings.metrics_interval <= 0 or not settings.endpoints:
+        return None
+    members = member_urls(settings)
+    try:
+        context = (
+            ssl_context(environment.parsed_options) if any(url.startswith("https:") for _, url in members) else None
+        )
+        # short: a member that hangs must not hold up the others' rows for long
+        scraper = Scraper(min(settings.timeout, max(1.0, settings.metrics_interval)), context)
+        poller = MetricsPoller(members, settings.metrics_interval, scraper, prefix + CSV_SUFFIX)
+    except (OSError, ssl.SSLError) as error:
+        logger.error("locust-etcd: no server metrics: %s", one_line(error))
+        return None
+    poller.start()
+    logger.info(
+        "polling /metrics of %d member%s every %gs into %s",
+        len(members),
+        "s" * (len(members) > 1),
+        settings.metrics_interval,
+        poller.path,
+    )
+    return poller

@@ -1,0 +1,278 @@
+"""The etcd tabs of Locust's web UI, through Locust's own extension hooks (no template of ours).
+
+- "etcd latency": the exact percentiles of every request name from the merged HDR histograms of
+  ``etcd_users.latency`` (count, failures, P50, P90, P99, P99.9, max in ms), with a CSV download of the same
+  table in the columns of ``PREFIX_latency.csv``;
+- "etcd endpoints": the run's endpoints, one row per member, with the leader marked (from each member's
+  ``etcd_server_is_leader`` on /metrics, fetched in the background at most every ``ENDPOINTS_MAX_AGE_S``);
+- "etcd SLA": the ``--etcd-sla`` gates evaluated on the data so far.
+
+The tabs are declared once in ``web_ui.template_args`` (``extended_tabs``, ``extended_tables``,
+``extended_csv_files``), and their rows ride on the ``/stats/requests`` JSON the page polls every 2 s, under
+``extended_stats``. The start form's secret options (``--etcd-user``, ``--etcd-key``) are sent to the browser as
+a placeholder, never in clear; a form that sends the placeholder back keeps the value in use.
+"""
+
+import io
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gevent
+from flask import make_response, request
+from werkzeug.datastructures import ImmutableMultiDict
+
+from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.latency.store import LatencyRow
+from etcd_users.latency.writer import write_summary_csv
+from etcd_users.reporting import server_metrics, sla
+from etcd_users.settings import OPTIONS, EtcdSettings, SlaError, parse_gates
+
+logger = logging.getLogger(__name__)
+
+LATENCY_TAB = "etcd-latency"
+ENDPOINTS_TAB = "etcd-endpoints"
+SLA_TAB = "etcd-sla"
+CSV_ROUTE = "/etcd/latency/csv"
+SECRET_PLACEHOLDER = "********"
+SECRET_DESTS = frozenset(option.dest for option in OPTIONS if option.secret)
+
+ENDPOINTS_MAX_AGE_S = 5.0
+ENDPOINTS_TIMEOUT_S = 2.0  # per /metrics page: a hung member shows as unreachable, never holds up the page
+STATS_MAX_AGE_S = 1.0  # several open browsers share one computation
+
+TABS = [
+    {"title": "etcd latency", "key": LATENCY_TAB},
+    {"title": "etcd endpoints", "key": ENDPOINTS_TAB},
+    {"title": "etcd SLA", "key": SLA_TAB},
+]
+TABLES = [
+    {
+        "key": LATENCY_TAB,
+        "structure": [
+            {"key": "name", "title": "Name"},
+            {"key": "type", "title": "Type"},
+            {"key": "series", "title": "Series"},
+            {"key": "count", "title": "# Requests"},
+            {"key": "failures", "title": "# Fails"},
+            {"key": "p50", "title": "P50 (ms)"},
+            {"key": "p90", "title": "P90 (ms)"},
+            {"key": "p99", "title": "P99 (ms)"},
+            {"key": "p999", "title": "P99.9 (ms)"},
+            {"key": "max", "title": "Max (ms)"},
+        ],
+    },
+    {
+        "key": ENDPOINTS_TAB,
+        "structure": [
+            {"key": "name", "title": "Endpoint"},
+            {"key": "role", "title": "Role"},
+            {"key": "load", "title": "Receives requests"},
+            {"key": "conns", "title": "Connections per process"},
+            {"key": "leaderchanges", "title": "Leader changes seen"},
+            {"key": "checked", "title": "Checked"},
+        ],
+    },
+    {
+        "key": SLA_TAB,
+        "structure": [
+            {"key": "name", "title": "Gate"},
+            {"key": "measured", "title": "Measured"},
+            {"key": "verdict", "title": "Verdict"},
+        ],
+    },
+]
+
+
+def _ms(value: float | None) -> float | str:
+    return "" if value is None else round(value, 3)
+
+
+def latency_rows(rows: list[LatencyRow]) -> list[dict[str, Any]]:
+    """The latency tab's rows: one per (type, name, series), the Aggregated row last."""
+    return [
+        {
+            "name": row.name,
+            "type": row.type,
+            "series": row.series,
+            "count": row.count,
+            "failures": row.failures,
+            "p50": _ms(row.p50),
+            "p90": _ms(row.p90),
+            "p99": _ms(row.p99),
+            "p999": _ms(row.p999),
+            "max": _ms(row.max_ms),
+        }
+        for row in rows
+    ]
+
+
+def latency_csv(recorder: LatencyRecorder) -> str:
+    """The table as ``PREFIX_latency.csv`` has it."""
+    out = io.StringIO()
+    write_summary_csv(out, recorder.snapshot(), recorder.first_request, recorder.last_request)
+    return out.getvalue()
+
+
+def sla_rows(results: list[sla.Result]) -> list[dict[str, str]]:
+    return [
+        {
+            "name": f"{result.gate.label} {result.gate.limit}",
+            "measured": result.shown,
+            "verdict": "PASS" if result.passed else "FAIL",
+        }
+        for result in results
+    ]
+
+
+def endpoint_rows(settings, scrapes: list, checked_at: float, now: float) -> list[dict[str, Any]]:
+    """One row per member from its /metrics scrape (or why it failed; None: not yet), the leader marked."""
+    age = f"{max(0.0, now - checked_at):.0f}s ago" if checked_at else ""
+    rows = []
+    for (url, _), scrape in zip(server_metrics.member_urls(settings), scrapes, strict=True):
+        if scrape is None:
+            role, changes = "checking", ""
+        elif isinstance(scrape, str):
+            role, changes = f"unreachable ({scrape})", ""
+        else:
+            values = scrape.values
+            if values.get("etcd_server_is_leader"):
+                role = "leader"
+            elif values.get("etcd_server_has_leader", 1) == 0:
+                role = "no leader"
+            else:
+                role = "follower"
+            changes = int(values.get("etcd_server_leader_changes_seen_total", 0))
+        if settings.target == "leader":
+            load = "yes" if role == "leader" else "no"
+        else:
+            load = "yes (rotation)"
+        rows.append(
+            {"name": url, "role": role, "load": load, "conns": settings.conns, "leaderchanges": changes, "checked": age}
+        )
+    return rows
+
+
+class EtcdTabs:
+    """The data behind the tabs of one web UI (on the master or the single process)."""
+
+    def __init__(self, environment, recorder: LatencyRecorder, run_settings: Callable[[], EtcdSettings | None]) -> None:
+        self.environment = environment
+        self.recorder = recorder
+        self.run_settings = run_settings  # the master's settings of the current run, None before it has any
+        self._endpoint_settings = None
+        self._endpoint_scrapes: list = []
+        self._endpoints_at = 0.0  # time.time() of the last scrape
+        self._endpoints_job: gevent.Greenlet | None = None
+        self._stats: list[dict[str, Any]] | None = None
+        self._stats_at = 0.0
+
+    # -- endpoints: refreshed in the background, read from the cache --
+
+    def _refresh_endpoints(self, settings) -> None:
+        try:
+            members = server_metrics.member_urls(settings)
+            context = None
+            if any(url.startswith("https:") for _, url in members):
+                context = server_metrics.ssl_context(self.environment.parsed_options)
+            scraper = server_metrics.Scraper(min(settings.timeout, ENDPOINTS_TIMEOUT_S), context)
+            scrapes = scraper.fetch_all([url for _, url in members])
+        except Exception as error:  # a background look-up: the table says why, the UI goes on
+            scrapes = [server_metrics.one_line(error)] * len(settings.endpoints)
+        self._endpoint_settings, self._endpoint_scrapes = settings, scrapes
+        self._endpoints_at = time.time()
+
+    def endpoints(self) -> list[dict[str, Any]]:
+        settings = self.run_settings()
+        if settings is None or not settings.endpoints:
+            return []
+        stale = settings != self._endpoint_settings or time.time() - self._endpoints_at > ENDPOINTS_MAX_AGE_S
+        if stale and (self._endpoints_job is None or self._endpoints_job.ready()):
+            self._endpoints_job = gevent.spawn(self._refresh_endpoints, settings)
+        if settings != self._endpoint_settings:
+            return endpoint_rows(settings, [None] * len(settings.endpoints), 0.0, time.time())
+        return endpoint_rows(settings, self._endpoint_scrapes, self._endpoints_at, time.time())
+
+    # -- the JSON of /stats/requests --
+
+    def sla(self) -> list[dict[str, str]]:
+        try:
+            gates = parse_gates(getattr(self.environment.parsed_options, "etcd_sla", "") or "")
+        except SlaError as error:  # typed into the form; the run itself refuses it at start
+            return [{"name": "--etcd-sla", "measured": str(error), "verdict": "invalid"}]
+        return sla_rows(sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder))) if gates else []
+
+    def extended_stats(self) -> list[dict[str, Any]]:
+        now = time.monotonic()
+        if self._stats is None or now - self._stats_at > STATS_MAX_AGE_S:
+            self._stats = [
+                {"key": LATENCY_TAB, "data": latency_rows(self.recorder.snapshot())},
+                {"key": ENDPOINTS_TAB, "data": self.endpoints()},
+                {"key": SLA_TAB, "data": self.sla()},
+            ]
+            self._stats_at = now
+        return self._stats
+
+
+def _mask_secrets(template_args: dict[str, Any]) -> None:
+    for dest, option in (template_args.get("extra_options") or {}).items():
+        if dest in SECRET_DESTS and option.get("default_value"):
+            option["default_value"] = SECRET_PLACEHOLDER
+
+
+def install(
+    environment, web_ui, recorder: LatencyRecorder, run_settings: Callable[[], EtcdSettings | None]
+) -> EtcdTabs:
+    """Declare the tabs and hook the routes of ``web_ui``."""
+    tabs = EtcdTabs(environment, recorder, run_settings)
+    base = getattr(environment.parsed_options, "web_base_path", "") or ""
+    web_ui.template_args["extended_tabs"] = TABS
+    web_ui.template_args["extended_tables"] = TABLES
+    web_ui.template_args["extended_csv_files"] = [{"href": f".{CSV_ROUTE}", "title": "Download exact etcd latency CSV"}]
+
+    # Locust rebuilds the form's options (secrets in clear) on every page load: mask them after each rebuild
+    rebuild = web_ui.update_template_args
+
+    def update_template_args() -> None:
+        rebuild()
+        _mask_secrets(web_ui.template_args)
+
+    web_ui.update_template_args = update_template_args
+    _mask_secrets(web_ui.template_args)
+
+    @web_ui.app.before_request
+    def keep_secrets_in_use():
+        if request.method != "POST" or request.path != f"{base}/swarm":
+            return None
+        options = environment.parsed_options
+        items = [
+            (key, getattr(options, key) if key in SECRET_DESTS and value == SECRET_PLACEHOLDER else value)
+            for key, value in request.form.items(multi=True)
+        ]
+        request.form = ImmutableMultiDict(items)
+        return None
+
+    @web_ui.app.after_request
+    def add_extended_stats(response):
+        if request.path != f"{base}/stats/requests" or response.status_code != 200 or not response.is_json:
+            return response
+        try:
+            payload = response.get_json()
+            payload["extended_stats"] = tabs.extended_stats()
+            response.set_data(json.dumps(payload))
+        except Exception:  # the page must keep its own stats whatever ours do
+            logger.exception("etcd tabs: could not add the etcd tables")
+        return response
+
+    @web_ui.app.route(f"{base}{CSV_ROUTE}")
+    @web_ui.auth_required_if_enabled
+    def etcd_latency_csv():
+        response = make_response(latency_csv(recorder))
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        response.headers["Content-Type"] = "text/csv"
+        response.headers["Content-Disposition"] = f"attachment;filename=etcd_latency_{stamp}.csv"
+        return response
+
+    return tabs

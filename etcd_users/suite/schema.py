@@ -1,0 +1,86 @@
+"""What a benchmark suite is: a `Suite` of fixed options and `Axis` values, and the names a suite file may use.
+
+The file format is described in ``suites/README.md``; `etcd_users.suite.loader` reads and checks a file into a
+`Suite`, and raises `SuiteError` for a bad one.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from etcd_users.arguments import Option
+from etcd_users.settings import OPTIONS
+
+# this file is REPO/etcd_users/suite/schema.py
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_LOCUSTFILE = REPO / "locustfile.py"
+
+TOP_KEYS = (
+    "name",
+    "description",
+    "repeats",
+    "duration",
+    "users",
+    "spawn_rate",
+    "user_class",
+    "members",
+    "endpoints",
+    "etcd_args",
+    "locustfile",
+    "fixed",
+    "axes",
+    "quick",
+)
+QUICK_KEYS = ("repeats", "duration", "users", "spawn_rate", "fixed", "axes")
+# what an axis may vary besides the --etcd-* options
+SETTING_AXES = ("user_class", "users", "members")
+# options that have a top-level key of their own
+RESERVED_OPTIONS = {
+    "endpoints": "set the top-level key endpoints",
+    "local-members": "set the top-level key members (or a members axis)",
+}
+OPTIONS_BY_NAME: dict[str, Option] = {option.flag.removeprefix("--etcd-"): option for option in OPTIONS}
+
+
+class SuiteError(ValueError):
+    """A bad suite file or output directory, told in one line that names the key."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis: a name, or several joined by ``+`` whose values move together (a linked axis)."""
+
+    parts: tuple[str, ...]  # canonical names: option names without --etcd-, or user_class / users / members
+    values: tuple[tuple, ...]  # one tuple per step, aligned with parts
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.parts)
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    name: str
+    description: str
+    quick: bool
+    repeats: int
+    duration: int
+    users: int | None
+    spawn_rate: float | None
+    user_class: tuple[str, ...] | None
+    members: int
+    endpoints: str
+    etcd_args: tuple[str, ...]
+    locustfile: Path
+    fixed: dict[str, object]
+    axes: tuple[Axis, ...]
+
+    @property
+    def axis_names(self) -> list[str]:
+        """Every axis part, in order: the columns of the table."""
+        return [part for axis in self.axes for part in axis.parts]
+
+
+def canonical_name(name: str) -> str:
+    """``key_size``, ``key-size`` and ``etcd-key-size`` all name ``--etcd-key-size``."""
+    return name.replace("_", "-").removeprefix("etcd-")

@@ -1,0 +1,107 @@
+"""etcd's streaming calls (lease keep-alive, watch), held open on the bridge's loop thread.
+
+A user's greenlet asks for one round trip at a time (one keep-alive, or one put and the watch events it causes);
+the coroutines here do the round trip on the loop and time it there.
+"""
+
+import asyncio
+import collections
+import time
+
+import grpc
+from etcd3.etcdrpc import rpc_pb2
+
+from etcd_users.transport.pool import Connection
+
+
+class KeepAliveStream:
+    """One LeaseKeepAlive stream: each round trip renews the lease once."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._call = connection.lease.LeaseKeepAlive(metadata=connection.metadata)
+
+    async def keep_alive(self, lease_id: int) -> rpc_pb2.LeaseKeepAliveResponse:
+        await self._call.write(rpc_pb2.LeaseKeepAliveRequest(ID=lease_id))
+        response = await self._call.read()
+        if response is grpc.aio.EOF or response is None:
+            raise ConnectionError("lease keep-alive stream closed")
+        return response
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+
+class WatchFanOut:
+    """``streams`` watch streams with ``watchers`` watchers each, all on one key.
+
+    Events are matched to puts by revision, so another writer of the same key costs nothing but ignored events.
+    """
+
+    def __init__(self, connection: Connection, key: bytes, streams: int, watchers: int) -> None:
+        self.key = key
+        self.expected = streams * watchers
+        self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
+        self._watchers = watchers
+        self._arrivals: dict[int, list[float]] = collections.defaultdict(list)
+        self._waiting: dict[int, asyncio.Future] = {}
+        self._created = 0
+        self._all_created = asyncio.get_running_loop().create_future()
+        self._readers = [asyncio.get_running_loop().create_task(self._read(call)) for call in self._calls]
+
+    async def start(self, timeout: float) -> None:
+        """Create every watcher and wait until etcd confirms them all."""
+        request = rpc_pb2.WatchRequest(create_request=rpc_pb2.WatchCreateRequest(key=self.key))
+        for call in self._calls:
+            for _ in range(self._watchers):
+                await call.write(request)
+        await asyncio.wait_for(asyncio.shield(self._all_created), timeout)
+
+    async def _read(self, call) -> None:
+        async for response in call:
+            now = time.perf_counter()
+            if response.created:
+                self._created += 1
+                if self._created == self.expected and not self._all_created.done():
+                    self._all_created.set_result(None)
+            for event in response.events:
+                revision = event.kv.mod_revision
+                arrivals = self._arrivals[revision]
+                arrivals.append(now)
+                waiting = self._waiting.get(revision)
+                if waiting is not None and len(arrivals) >= self.expected and not waiting.done():
+                    waiting.set_result(None)
+
+    async def put_and_wait(self, connection: Connection, value: bytes, timeout: float):
+        """Put the watched key; return (put response, put seconds, the acknowledgement's time.perf_counter(), seconds
+        from the put's acknowledgement to each event's arrival). An event that overtakes the acknowledgement counts
+        as 0."""
+        started = time.perf_counter()
+        response = await connection.kv.Put(
+            rpc_pb2.PutRequest(key=self.key, value=value), timeout=timeout, metadata=connection.metadata
+        )
+        acknowledged = time.perf_counter()
+        revision = response.header.revision
+        if len(self._arrivals[revision]) < self.expected:
+            self._waiting[revision] = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(self._waiting[revision], timeout)
+            except asyncio.TimeoutError:
+                pass  # the events missing are counted as failures by the caller
+            finally:
+                del self._waiting[revision]
+        arrivals = self._arrivals.pop(revision)
+        # revisions of other writers' puts are never waited for: drop what is older than ours
+        for stale in [r for r in self._arrivals if r < revision]:
+            del self._arrivals[stale]
+        return (
+            response,
+            acknowledged - started,
+            acknowledged,
+            [max(0.0, arrival - acknowledged) for arrival in arrivals],
+        )
+
+    def cancel(self) -> None:
+        for call in self._calls:
+            call.cancel()
+        for reader in self._readers:
+            reader.cancel()

@@ -1,0 +1,252 @@
+"""Benchmark suites (``python -m etcd_users.suite``): validation, the plan, and whole suites of real Locust runs
+against the fresh local etcd the runner starts for each run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support import kill_group, read_csv_rows
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = REPO / "tests" / "fixtures" / "suites" / "small.yaml"
+# users 2/4 × user_class EtcdPutUser/SerializableRangeUser, 2 repeats: 8 runs of 2 s
+SMALL_IDS = [
+    "users=2_class=EtcdPutUser",
+    "users=2_class=SerializableRangeUser",
+    "users=4_class=EtcdPutUser",
+    "users=4_class=SerializableRangeUser",
+]
+SMALL_PREFIXES = [f"{combo}/rep{repeat}" for combo in SMALL_IDS for repeat in (1, 2)]
+
+
+def suite_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "etcd_users.suite", *args]
+
+
+def run_suite(*args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        suite_command(*args),
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def aggregated(prefix: Path) -> dict[str, str]:
+    return next(row for row in read_csv_rows(f"{prefix}_stats.csv") if row["Name"] == "Aggregated")
+
+
+def snapshot(directory: Path) -> dict[str, int]:
+    """Every file under the directory (but suite.json, rewritten by each invocation) → mtime in ns."""
+    return {
+        str(path.relative_to(directory)): path.stat().st_mtime_ns
+        for path in directory.rglob("*")
+        if path.is_file() and path.name != "suite.json"
+    }
+
+
+def processes_mentioning(*fragments: str) -> list[str]:
+    """Command lines of running processes that contain any of the fragments."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(fragment in command for fragment in fragments):
+            found.append(command)
+    return found
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+# -- validation and the plan ---------------------------------------------------------------------------------
+
+
+def test_dry_run_lists_the_combinations_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    result = run_suite("run", str(SMALL), "--out", str(out), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "4 combinations × 2 repeats = 8 runs of 2s" in result.stdout
+    for combo in SMALL_IDS:
+        assert f"  {combo}: " in result.stdout
+        assert f"--csv {out}/{combo}/rep{{k}} " in result.stdout
+    assert "--etcd-key-space-size 200" in result.stdout
+    quick = run_suite("run", str(SMALL), "--out", str(out), "--dry-run", "--quick")
+    assert quick.returncode == 0, quick.stderr
+    assert "small (quick)" in quick.stdout and "4 combinations × 1 repeat = 4 runs of 2s" in quick.stdout
+    assert not out.exists()
+
+
+def test_ready_suites_and_their_quick_sections_are_valid():
+    suites = sorted(str(path.relative_to(REPO)) for path in (REPO / "suites").glob("*.yaml"))
+    assert suites == ["suites/seed000.yaml", "suites/seed001.yaml", "suites/seed003.yaml"]
+    result = run_suite("check", *suites)
+    assert result.returncode == 0, result.stderr
+    for suite in suites:
+        assert f"{suite}: ok (" in result.stdout
+        assert "; quick: " in result.stdout.split(f"{suite}: ok (")[1].splitlines()[0]
+
+
+def test_a_misspelt_option_is_rejected_with_one_line_naming_it(tmp_path):
+    suite = tmp_path / "x.yaml"
+    suite.write_text("duration: 2\nusers: 1\nuser_class: EtcdPutUser\naxes:\n  key_sise: [64, 256]\n")
+    result = run_suite("run", str(suite), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: {suite}: axes.key_sise: unknown option (did you mean key-size?); known: ")
+    assert not (tmp_path / "out").exists()
+
+
+BASE = "duration: 2\nusers: 1\nuser_class: EtcdPutUser\n"
+MALFORMED = {
+    "unknown_key": ("durration: 2\nusers: 1\nuser_class: EtcdPutUser\n", "durration: unknown key"),
+    "total": ("total: 100000\nusers: 1\nuser_class: EtcdPutUser\n", "total: not supported"),
+    "wrong_type": (BASE + "fixed:\n  key-size: big\n", "fixed.key-size: expected a whole number, got 'big'"),
+    "float_for_int": (BASE.replace("duration: 2", "duration: 2.5"), "duration: expected a whole number"),
+    "bad_choice": (BASE + "axes:\n  target: [leader, random]\n", "axes.target[1]: 'random' is not one of"),
+    "empty_axis": (BASE + "axes:\n  conns: []\n", "axes.conns: empty list"),
+    "empty_axes": (BASE + "axes: {}\n", "axes: empty"),
+    "unknown_fixed": (BASE + "fixed:\n  val_sise: 10\n", "fixed.val_sise: unknown option (did you mean val-size?)"),
+    "unknown_class": (BASE.replace("EtcdPutUser", "EtcdPutUsr"), "user_class: 'EtcdPutUsr' is not a User class"),
+    "axis_and_key": (BASE + "axes:\n  users: [1, 2]\n", "users: also an axis"),
+    "fixed_and_axis": (BASE + "fixed:\n  conns: 2\naxes:\n  conns: [1, 2]\n", "axes.conns: also set in fixed.conns"),
+    "members": (BASE + "members: 2\n", "members: 2 is not 1 or 3"),
+    "endpoints_in_fixed": (BASE + "fixed:\n  endpoints: http://127.0.0.1:2379\n", "fixed.endpoints: not allowed"),
+    "linked_length": (BASE.replace("users: 1\n", "") + "axes:\n  users+conns: [[1, 1], [2]]\n", "axes.users+conns[1]"),
+    "key_too_small": (BASE + "axes:\n  key-size: [8, 64]\n", "axes.key-size: combination key-size=8: --etcd-key-size"),
+    "quick_unknown": (BASE + "quick:\n  durations: 1\n", "quick.durations: not allowed in quick"),
+    "quick_new_axis": (BASE + "axes:\n  conns: [1, 2]\nquick:\n  axes:\n    target: [leader]\n", "quick.axes.target"),
+    "duplicate_key": (BASE + "users: 2\n", "key 'users' appears twice"),
+    "not_a_mapping": ("- duration\n", "expected a mapping"),
+}
+
+
+def test_malformed_suites_are_rejected_with_a_line_naming_the_key(tmp_path):
+    files = []
+    for name, (text, _) in MALFORMED.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        files.append(str(path))
+    result = run_suite("check", *files)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = {line.split(": ", 2)[1]: line for line in result.stderr.splitlines()}
+    for name, (_, expected) in MALFORMED.items():
+        line = lines.get(str(tmp_path / f"{name}.yaml"))
+        assert line is not None, f"{name}: no error line in\n{result.stderr}"
+        assert expected in line, f"{name}: {line}"
+
+
+# -- real runs -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_small_suite_runs_end_to_end_and_a_rerun_skips_finished_runs(tmp_path):
+    out = tmp_path / "out"
+    result = run_suite("run", str(SMALL), "--out", str(out))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.stdout.count(" … ETA ") == 8
+    assert result.stdout.count("    ok in ") == 8
+    for prefix in SMALL_PREFIXES:
+        assert int(aggregated(out / prefix)["Request Count"]) > 0, prefix
+        assert (out / f"{prefix}.done").is_file()
+
+    document = json.loads((out / "suite.json").read_text())
+    assert document["schema"] == 1 and document["name"] == "small" and document["state"] == "finished"
+    assert document["axis_names"] == ["users", "user_class"]
+    assert [combo["id"] for combo in document["combinations"]] == SMALL_IDS
+    runs = [run for combo in document["combinations"] for run in combo["runs"]]
+    assert [run["prefix"] for run in runs] == SMALL_PREFIXES
+    assert {run["status"] for run in runs} == {"done"}
+    assert all(run["requests"] > 0 and not run["earlier"] for run in runs)
+    combo = document["combinations"][1]
+    assert combo["values"] == {"users": 2, "user_class": "SerializableRangeUser"}
+    assert combo["options"]["key-space-size"] == 200 and combo["members"] == 1
+
+    before = snapshot(out)
+    again = run_suite("run", str(SMALL), "--out", str(out), timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("done earlier, skipped") == 8
+    assert " … ETA " not in again.stdout
+    assert snapshot(out) == before  # no Locust ran: no CSV, log or marker was written again
+    rerun = json.loads((out / "suite.json").read_text())
+    assert all(run["earlier"] for combo in rerun["combinations"] for run in combo["runs"])
+
+
+@pytest.mark.slow
+def test_a_failing_run_is_reported_and_the_suite_goes_on(tmp_path):
+    suite = tmp_path / "unreachable.yaml"
+    # port 9 (discard) has no etcd: Locust stops at start with locust-etcd's one-line error, exit code 2
+    suite.write_text(
+        "duration: 2\nusers: 1\nuser_class: EtcdPutUser\nendpoints: http://127.0.0.1:9\n"
+        "fixed:\n  timeout: 1\naxes:\n  val-size: [10, 20]\n"
+    )
+    out = tmp_path / "out"
+    result = run_suite("run", str(suite), "--out", str(out), timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.count("FAILED after") == 2
+    assert "locust exited with code 2" in result.stdout
+    assert "locust-etcd: error: no etcd endpoint answered" in result.stdout
+    document = json.loads((out / "suite.json").read_text())
+    runs = [run for combo in document["combinations"] for run in combo["runs"]]
+    assert [run["status"] for run in runs] == ["failed", "failed"]
+    assert "--etcd-cleanup" in runs[0]["command"]  # a shared cluster is cleaned after each run
+    assert not list(out.rglob("*.done"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_current_run_and_its_etcd_and_keeps_finished_runs(tmp_path):
+    out = tmp_path / "out"
+    log = tmp_path / "suite.log"
+    with open(log, "w") as log_file:
+        runner = subprocess.Popen(
+            suite_command("run", str(SMALL), "--out", str(out)),
+            cwd=REPO,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    second = out / SMALL_IDS[1] / "rep1.stderr"
+    try:
+        wait_for(lambda: second.is_file() and "All users spawned" in second.read_text(), 60, "the second run")
+        runner.send_signal(signal.SIGINT)
+        assert runner.wait(timeout=30) == 130, log.read_text()
+    finally:
+        if runner.poll() is None:
+            kill_group(runner)
+    output = log.read_text()
+    assert "interrupted: 1/8 runs done" in output
+    assert "Traceback" not in output
+    assert processes_mentioning(f"--name suite-{runner.pid}-", str(out)) == []
+    document = json.loads((out / "suite.json").read_text())
+    assert document["state"] == "interrupted"
+    statuses = {run["prefix"]: run["status"] for combo in document["combinations"] for run in combo["runs"]}
+    assert statuses[SMALL_PREFIXES[0]] == "done" and statuses[f"{SMALL_IDS[1]}/rep1"] == "interrupted"
+    assert (out / f"{SMALL_PREFIXES[0]}.done").is_file()
+    assert not (out / f"{SMALL_IDS[1]}/rep1.done").exists()

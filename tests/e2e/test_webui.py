@@ -1,0 +1,278 @@
+"""The web UI against real etcd members: the start form, the etcd tabs, shapes picked in the UI, secrets kept out of
+the page, and a headless Chromium that starts, edits and stops a test the way a person would. The endpoints table's
+rows are ``tests/unit/test_webui.py``."""
+
+import locust  # noqa: F401  (gevent patching before anything else loads: the test imports etcd_users.reporting.webui)
+
+import json
+import re
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from certs import make_certs
+from support import REPO, LocustProcess, free_port, start_locust
+
+from etcd_users import settings as etcd_options
+from etcd_users.cluster import ClusterError, LocalCluster
+from etcd_users.files import LATENCY_SUMMARY_COLUMNS as SUMMARY_COLUMNS
+from etcd_users.reporting.webui import SECRET_PLACEHOLDER
+from shapes import options as shape_options
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]  # fmt: skip
+SCREENSHOT = REPO / "test-artifacts" / "webui.png"
+TEMPLATE_ARGS = re.compile(r"window\.templateArgs = (\{.*\})\s*$", re.MULTILINE)
+# the direct opener: a loopback UI must never be reached through an http_proxy from the environment
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class WebUI:
+    """A Locust web UI on 127.0.0.1 and the HTTP calls its page makes."""
+
+    def __init__(self, process: LocustProcess, url: str) -> None:
+        self.process = process
+        self.url = url
+
+    def get(self, path: str) -> bytes:
+        with _OPENER.open(self.url + path, timeout=10) as response:
+            return response.read()
+
+    def post(self, path: str, form: dict[str, str] | list[tuple[str, str]] | None = None) -> dict:
+        data = urllib.parse.urlencode(form or {}).encode()
+        with _OPENER.open(urllib.request.Request(self.url + path, data=data, method="POST"), timeout=30) as response:
+            return json.loads(response.read())
+
+    def page_html(self) -> str:
+        return self.get("/").decode()
+
+    def template_args(self) -> dict:
+        return json.loads(TEMPLATE_ARGS.search(self.page_html()).group(1))
+
+    def stats(self) -> dict:
+        return json.loads(self.get("/stats/requests"))
+
+    def wait_for(self, check, what: str, timeout: float = 30.0) -> dict:
+        """Poll /stats/requests until ``check(stats)`` holds; returns those stats."""
+        deadline = time.monotonic() + timeout
+        while True:
+            stats = self.stats()
+            if check(stats):
+                return stats
+            if time.monotonic() > deadline:
+                raise AssertionError(f"web UI: {what} not seen within {timeout:g}s; last stats: {stats}")
+            time.sleep(0.5)
+
+    def stop_locust(self) -> str:
+        """Quit Locust with SIGTERM, as Kubernetes or systemd would; its stderr."""
+        self.process.terminate()
+        finished = self.process.finish(timeout=60)
+        assert finished.returncode == 0, finished.stderr[-3000:]
+        return finished.stderr
+
+
+@contextmanager
+def web_ui(tmp_out: Path, *args: str) -> Iterator[WebUI]:
+    port = free_port()
+    process = start_locust(*args, "--web-host", "127.0.0.1", "--web-port", str(port), log_dir=tmp_out)
+    with process:
+        ui = WebUI(process, f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                ui.get("/")
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"the web UI did not come up\n{process.output()[1][-3000:]}") from None
+                time.sleep(0.3)
+        yield ui
+
+
+def extended(stats: dict, key: str) -> list[dict]:
+    return next(table["data"] for table in stats.get("extended_stats", []) if table["key"] == key)
+
+
+def locust_row(stats: dict, name: str) -> dict | None:
+    return next((row for row in stats["stats"] if row["name"] == name), None)
+
+
+# -- over HTTP, as the page calls it --
+
+
+@pytest.mark.slow
+def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, tmp_out):
+    endpoints = ",".join(etcd1.endpoints)
+    files = "locustfile.py,shapes/step_spike.py,shapes/ladder.py"
+    with web_ui(tmp_out, "-f", files, "--class-picker", "--etcd-endpoints", endpoints, "--etcd-cleanup") as ui:
+        args = ui.template_args()
+        form = args["extra_options"]
+        expected = {option.dest: option for option in (*etcd_options.OPTIONS, *shape_options.OPTIONS)}
+        assert set(form) == set(expected)
+        given = {"etcd_endpoints": endpoints, "etcd_cleanup": True}
+        for dest, option in expected.items():
+            field = form[dest]
+            assert field["default_value"] == given.get(dest, option.default), dest
+            assert field["help_text"].startswith(option.help), dest
+            assert f"[env {option.env_var}, default {option.default!r}]" in field["help_text"], dest
+            assert field["is_secret"] == getattr(option, "secret", False), dest
+        assert {dest for dest, field in form.items() if field["is_secret"]} == {"etcd_key", "etcd_user"}
+        assert {"ConcurrencyLadderShape", "StepSpikeShape"} <= set(args["available_shape_classes"])
+        assert [tab["title"] for tab in args["extended_tabs"]] == ["etcd latency", "etcd endpoints", "etcd SLA"]
+
+        started = ui.post(
+            "/swarm",
+            [
+                ("user_count", "1"), ("spawn_rate", "1"), ("user_classes", "EtcdPutUser"),
+                ("shape_class", "ConcurrencyLadderShape"), ("shape_ladder", "2,3"), ("shape_step_time", "2"),
+                ("etcd_sla", "put:p99<5s,errors<1%"),
+            ],
+        )  # fmt: skip
+        assert started["success"], started
+        peak = ui.wait_for(lambda stats: stats["user_count"] == 3, "the ladder's second rung (3 users)")
+        assert peak["state"] == "running"
+        stats = ui.wait_for(lambda stats: stats["state"] == "stopped", "the shape's end", timeout=30)
+        ended = ui.wait_for(lambda stats: extended(stats, "etcd-endpoints")[0]["role"] != "checking", "a leader")
+
+        put = locust_row(stats, "put")
+        [exact] = [row for row in extended(ended, "etcd-latency") if row["name"] == "put"]
+        assert exact["count"] == put["num_requests"] > 0
+        assert exact["failures"] == 0
+        assert 0 < exact["p50"] <= exact["p90"] <= exact["p99"] <= exact["p999"] <= exact["max"]
+        [member] = extended(ended, "etcd-endpoints")
+        assert {key: member[key] for key in ("name", "role", "load", "conns")} == {
+            "name": etcd1.endpoints[0],
+            "role": "leader",
+            "load": "yes (rotation)",
+            "conns": 1,
+        }
+        assert member["leaderchanges"] >= 1 and re.fullmatch(r"\d+s ago", member["checked"])
+        sla = extended(ended, "etcd-sla")
+        assert [(row["name"], row["verdict"]) for row in sla] == [
+            ("put p99 < 5s", "PASS"),
+            ("Aggregated errors < 1%", "PASS"),
+        ]
+        assert sla[0]["measured"] == f"{exact['p99'] / 1000:.6f}s"
+
+        lines = ui.get("/etcd/latency/csv").decode().splitlines()
+        assert lines[0] == ",".join(SUMMARY_COLUMNS)
+        assert lines[1].startswith(f"etcd,put,service,{put['num_requests']},0,")
+        stderr = ui.stop_locust()
+    assert "shape: plan complete at" in stderr
+    assert "SLA put p99 < 5s: " in stderr
+
+
+@pytest.fixture(scope="module")
+def auth_etcd(tmp_path_factory) -> Iterator[tuple[LocalCluster, Path]]:
+    """Auth on over TLS (no password goes over a plain channel); user ``webui`` may write under the default prefix."""
+    certs = make_certs(tmp_path_factory.mktemp("certs"))
+    cluster = LocalCluster(1, name="webui-auth", tls=certs.cluster_tls())
+    try:
+        cluster.start(timeout=30)
+        cluster.enable_auth("root-Pw-5d1e", "webui", "webui-Pw-8a2c", etcd_options.DEFAULT_PREFIX)
+    except ClusterError as error:
+        cluster.stop()
+        pytest.fail(str(error), pytrace=False)
+    yield cluster, certs.ca
+    cluster.stop()
+
+
+@pytest.mark.slow
+def test_secrets_stay_out_of_the_page_and_the_run_keeps_them(auth_etcd, tmp_out):
+    cluster, ca = auth_etcd
+    secret = "webui:webui-Pw-8a2c"
+    args = ("-f", "locustfile.py", "--etcd-endpoints", cluster.endpoints[0], "--etcd-cacert", str(ca))
+    with web_ui(tmp_out, *args, "--etcd-user", secret, "--etcd-cleanup", "EtcdPutUser") as ui:
+        assert "webui-Pw-8a2c" not in ui.page_html()
+        assert ui.template_args()["extra_options"]["etcd_user"]["default_value"] == SECRET_PLACEHOLDER
+        # what the browser sends back when nobody touched the field: the placeholder
+        started = ui.post("/swarm", {"user_count": "2", "spawn_rate": "2", "etcd_user": SECRET_PLACEHOLDER})
+        assert started["success"], started
+        stats = ui.wait_for(lambda stats: (locust_row(stats, "put") or {}).get("num_requests", 0) > 20, "puts")
+        assert stats["errors"] == [], stats["errors"]
+        assert ui.post("/stop")["success"]
+        stderr = ui.stop_locust()
+    assert "refused user" not in stderr and "invalid auth token" not in stderr
+
+
+# -- in a browser --
+
+
+@pytest.mark.slow
+def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)", pytrace=False)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is missing: .venv/bin/pip install -r requirements-test.txt", pytrace=False)
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    args = ("-f", "locustfile.py", "--etcd-endpoints", ",".join(etcd1.endpoints), "--etcd-cleanup", "EtcdPutUser")
+    with web_ui(tmp_out, *args) as ui, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(20_000)
+            page.goto(ui.url)
+
+            # the form: Locust's fields, then ours under "Custom parameters" (names camel-cased by the page)
+            page.get_by_text("Custom parameters").click()
+            # each field is labelled with its option's help and holds its default
+            key_size = page.get_by_label(re.compile(r"Key size in bytes, prefix included\. \[env ETCD_KEY_SIZE"))
+            assert key_size.get_attribute("name") == "etcdKeySize"
+            assert key_size.input_value() == "256"
+            user = page.get_by_label(re.compile(r"etcd authentication as name:password\."))
+            assert user.get_attribute("name") == "etcdUser"
+            assert user.get_attribute("type") == "password"
+            page.locator('input[name="userCount"]').fill("2")
+            page.locator('input[name="spawnRate"]').fill("2")
+            page.get_by_role("button", name="Start").click()
+
+            # Locust's statistics: a put row whose request count grows
+            requests_column = 1 + [text.strip() for text in page.locator("thead th").all_inner_texts()].index(
+                "# Requests"
+            )
+            put_row = page.locator("tbody tr").filter(has=page.locator("td", has_text=re.compile(r"^put$")))
+            requests = put_row.locator(f"td:nth-child({requests_column})")
+            first = int(requests.inner_text())
+            # the page polls every 2 s and Locust caches the figures for 2 s: a new count within a few polls
+            deadline = time.monotonic() + 15
+            while (count := int(requests.inner_text())) == first and time.monotonic() < deadline:
+                page.wait_for_timeout(500)
+            assert 0 < first < count, (first, count)
+
+            # the exact percentiles in the etcd latency tab
+            page.get_by_role("tab", name="etcd latency").click()
+            headers = [text.strip() for text in page.locator("thead th").all_inner_texts()]
+            assert headers[:3] == ["Name", "Type", "Series"] and "P99.9 (ms)" in headers
+            latency_put = page.locator("tbody tr").filter(has=page.locator("td", has_text=re.compile(r"^put$")))
+            p99 = float(latency_put.locator(f"td:nth-child({headers.index('P99 (ms)') + 1})").inner_text())
+            assert p99 > 0
+
+            # more users while it runs
+            page.get_by_role("button", name="Edit").click()
+            page.locator('input[name="userCount"]').fill("4")
+            page.get_by_role("button", name="Update").click()
+            ui.wait_for(lambda stats: stats["user_count"] == 4, "4 users after the edit")
+            page.wait_for_timeout(2500)
+            page.screenshot(path=str(SCREENSHOT))
+
+            page.get_by_role("button", name="Stop").click()
+            ui.wait_for(lambda stats: stats["state"] == "stopped", "the stop")
+            # the page stops polling once it has seen the run leave "running": a reload shows where it ended
+            page.reload()
+            page.get_by_text(re.compile(r"^stopped$", re.IGNORECASE)).first.wait_for()
+        finally:
+            browser.close()
+        stderr = ui.stop_locust()
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert SCREENSHOT.stat().st_size > 10_000

@@ -1,0 +1,83 @@
+"""The house rules a reshaped package must keep: no import circles, no ``sys.path`` edits, pure parts stay pure."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("etcd_users", "shapes", "analysis", "benchmarks")
+
+
+def project_modules() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = path
+    return modules
+
+
+def imports_of(path: Path, module: str, known: set[str]) -> set[str]:
+    """Every project module ``path`` imports, at its top or inside a function (``from a import b`` counts a.b when b
+    is a module, else a); relative imports resolved."""
+    found = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        found.update(name for name in names if name in known and name != module)
+    return found
+
+
+def test_no_import_circle_among_the_project_s_modules_counting_imports_inside_functions():
+    modules = project_modules()
+    graph = {name: imports_of(path, name, set(modules)) for name, path in modules.items()}
+    assert graph["etcd_users.plugin"], "the graph must see imports (a parser that finds none proves nothing)"
+    circles = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, stack: list[str]) -> None:
+        state[name] = 1
+        stack.append(name)
+        for imported in sorted(graph[name]):
+            if state.get(imported) == 1:
+                circles.append(" -> ".join([*stack[stack.index(imported) :], imported]))
+            elif imported not in state:
+                visit(imported, stack)
+        stack.pop()
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [])
+    assert circles == []
+
+
+def test_no_module_outside_the_tests_edits_sys_path():
+    edits = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in [*project_modules().values(), REPO / "locustfile.py"]
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if "sys.path" in line
+    ]
+    assert edits == []
+
+
+def test_settings_files_and_hdr_load_neither_locust_nor_gevent_nor_grpc():
+    # the suite runner, the analysis and the tests validate options and read files without gevent's patching
+    code = (
+        "import sys, etcd_users.settings, etcd_users.files, etcd_users.hdr, etcd_users.suite.cli, analysis; "
+        "print(sorted(m for m in ('locust', 'gevent', 'grpc') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stderr
