@@ -36,21 +36,34 @@ OPTIONS = (
         "Comma-separated client URLs (http://HOST:PORT or https://HOST:PORT). Empty: start a throwaway local etcd.",
     ),
     Option(
-        "--etcd-local-members",
-        1,
-        "Members of the local etcd started when no endpoints are given: 1 or 3.",
-        choices=(1, 3),
-    ),
-    Option(
         "--etcd-target",
         "round-robin",
         "Where requests go: 'leader' (every request to the current leader, like benchmark --target-leader) or "
         "'round-robin' (successive requests rotate over every endpoint).",
         choices=TARGETS,
     ),
+    Option(
+        "--etcd-sla",
+        "",
+        "Gates checked when the run ends, as [NAME:]METRIC<VALUE,… e.g. put:p99<15ms,range/serializable:p99.9<10ms,"
+        "errors<0.1%,qps>1000 (no NAME: all requests); each is printed with PASS or FAIL, and a failed gate "
+        "makes the exit code 3.",
+    ),
+    Option(
+        "--etcd-local-members",
+        1,
+        "Members of the local etcd started when no endpoints are given: 1 or 3.",
+        choices=(1, 3),
+    ),
     Option("--etcd-conns", 1, "gRPC connections per endpoint per process, shared by all users of the process."),
     Option("--etcd-key-size", 256, "Key size in bytes, prefix included."),
     Option("--etcd-val-size", 1024, "Value size in bytes."),
+    Option(
+        "--etcd-max-request-bytes",
+        1572864,
+        "The largest request etcd takes, as its --max-request-bytes (1.5 MiB by default): key and value sizes and "
+        "transactions are checked against it at start. Raise it only with the servers' own limit.",
+    ),
     Option("--etcd-key-space-size", 10000, "Number of distinct keys written and read."),
     Option("--etcd-sequential-keys", False, "Walk the key space in order instead of picking keys at random."),
     Option("--etcd-prefix", DEFAULT_PREFIX, "Every key starts with this prefix; the tool never writes outside it."),
@@ -111,11 +124,11 @@ OPTIONS = (
         "member's WAL fsync P99; versions and db size against quota are still reported.",
     ),
     Option(
-        "--etcd-sla",
-        "",
-        "Gates checked when the run ends, as [NAME:]METRIC<VALUE,… e.g. put:p99<15ms,range/serializable:p99.9<10ms,"
-        "errors<0.1%,qps>1000 (no NAME: all requests); each is printed with PASS or FAIL, and a failed gate "
-        "makes the exit code 3.",
+        "--etcd-compact-interval",
+        0.0,
+        "Seconds between compactions of etcd's history during the run, each at the revision of that many seconds ago "
+        "(like benchmark put --compact-interval; 0: off). Compaction is cluster-wide: use it on a cluster whose "
+        "history you may drop. The local etcd compacts itself.",
     ),
 )
 
@@ -301,6 +314,8 @@ class EtcdSettings:
     metrics_interval: float = 5.0
     skip_preflight: bool = False
     sla: tuple[Gate, ...] = ()  # checked when the run ends (etcd_users.reporting.sla)
+    compact_interval: float = 0.0  # seconds; 0: the run compacts nothing
+    max_request_bytes: int = 1572864  # etcd's --max-request-bytes
 
     @property
     def key_width(self) -> int:
@@ -415,6 +430,8 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
         metrics_interval=_positive("--etcd-metrics-interval", options.etcd_metrics_interval, allow_zero=True),
         skip_preflight=bool(options.etcd_skip_preflight),
         sla=parse_gates(getattr(options, "etcd_sla", "")),
+        compact_interval=_positive("--etcd-compact-interval", options.etcd_compact_interval, allow_zero=True),
+        max_request_bytes=_positive("--etcd-max-request-bytes", options.etcd_max_request_bytes),
     )
 
 

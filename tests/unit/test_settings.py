@@ -144,6 +144,8 @@ BAD_OPTIONS = [
     ("etcd_metrics_urls", "127.0.0.1:2381", "--etcd-metrics-urls: '127.0.0.1:2381' is not a URL; write "
      "http://HOST:PORT/metrics"),
     ("etcd_metrics_interval", -1.0, "--etcd-metrics-interval: -1.0 must be zero or more"),
+    ("etcd_compact_interval", -1.0, "--etcd-compact-interval: -1.0 must be zero or more"),
+    ("etcd_max_request_bytes", 0, "--etcd-max-request-bytes: 0 must be greater than zero"),
     ("etcd_sla", "put:p99<<15", "--etcd-sla: 'put:p99<<15' is not a gate"),
 ]  # fmt: skip
 # options without a bad value: flags, which are on or off
