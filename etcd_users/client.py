@@ -7,6 +7,7 @@ raise into the user's task: a run that hits etcd errors keeps running and counts
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import random
+import time
 from collections.abc import Iterable
 
 import gevent
@@ -16,13 +17,17 @@ from etcd3.etcdrpc import rpc_pb2
 from etcd_users import session
 from etcd_users.keys import KeySpace
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
+from etcd_users.transport.bridge import CallOutcome
 from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,
     LEADER_LOST_LABELS,
     SLOW_MEMBER_LABELS,
+    UNANSWERED_LABELS,
+    AbandonedCall,
     EndpointError,
     error_label,
 )
+from etcd_users.transport.pool import Connection
 from etcd_users.transport.streams import KeepAliveStream, WatchFanOut
 
 REQUEST_TYPE = "etcd"
@@ -218,10 +223,7 @@ class EtcdClient:
 
     def _invoke(self, connection, method, request, name: str):
         session = self.session
-        timeout = session.settings.timeout
-        result, error, seconds, ended = session.bridge.unary(
-            method, request, timeout=timeout, metadata=connection.metadata
-        )
+        result, error, seconds, ended = self._unary(connection, method, request)
         if error is not None and session.settings.credentials.user and error_label(error) == INVALID_TOKEN_LABEL:
             # tokens expire when unused: get a new one and retry once, timed afresh
             try:
@@ -229,10 +231,28 @@ class EtcdClient:
             except EndpointError:
                 pass  # counted under the original label; the next call tries again
             else:
-                result, error, seconds, ended = session.bridge.unary(
-                    method, request, timeout=timeout, metadata=connection.metadata
-                )
+                result, error, seconds, ended = self._unary(connection, method, request)
         return self._report(name, result, error, seconds, ended)
+
+    def _unary(self, connection: Connection, method, request) -> CallOutcome:
+        """One call, counted on its connection for the pool's watchdog: calls waiting, and when one was answered."""
+        if not connection.pending:
+            connection.answered_at = time.perf_counter()  # idle until now: silence is counted from here
+        connection.pending += 1
+        generation = connection.generation
+        try:
+            result, error, seconds, ended = self.session.bridge.unary(
+                method, request, timeout=self.session.settings.timeout, metadata=connection.metadata
+            )
+        finally:
+            connection.pending -= 1
+        if error is None:
+            connection.answered_at = ended
+        elif connection.generation != generation:
+            error = AbandonedCall()  # the pool left the member out and closed the channel under this call
+        elif error_label(error) not in UNANSWERED_LABELS:
+            connection.answered_at = ended  # etcd answered, with an error
+        return result, error, seconds, ended
 
     def _report(self, name: str, result, error: BaseException | None, seconds: float, ended: float):
         """Fire Locust's request event for one call; return the response, or None for a failure.
@@ -247,7 +267,7 @@ class EtcdClient:
             self.intended_start = None
         if error is None:
             if pool.outage_started is not None:
-                pool.end_outage()
+                pool.end_outage(ended)
             self._fire(
                 request_type=REQUEST_TYPE,
                 name=name,

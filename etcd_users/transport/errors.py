@@ -4,13 +4,24 @@ and which of them mean that the leader or a member was lost (the pool looks agai
 
 import asyncio
 
+import grpc
+
 # A leader change shows up as one of these; the leader is looked up again after them.
 LEADER_LOST_LABELS = frozenset(
-    {"etcdserver: leader changed", "etcdserver: no leader", "etcdserver: not leader", "UNAVAILABLE"}
+    {
+        "etcdserver: leader changed",
+        "etcdserver: no leader",
+        "etcdserver: not leader",
+        # a follower's answer to a request it forwarded to a leader that was lost
+        "etcdserver: request timed out, possibly due to previous leader failure",
+        "UNAVAILABLE",
+    }
 )
 # A member that stops answering in time (frozen, overloaded) is checked again too, without counting as an outage.
 SLOW_MEMBER_LABELS = frozenset({"DEADLINE_EXCEEDED"})
 INVALID_TOKEN_LABEL = "etcdserver: invalid auth token"
+# No answer from the member: the call ran out of time, its connection failed, or it was cancelled here.
+UNANSWERED_LABELS = frozenset({"DEADLINE_EXCEEDED", "UNAVAILABLE", "CANCELLED"})
 
 
 class EndpointError(RuntimeError):
@@ -35,3 +46,14 @@ def error_detail(error: BaseException) -> str:
     label = error_label(error)
     details = error.details() if callable(getattr(error, "details", None)) else ""
     return label if not details or details == label else f"{label}: {details}"
+
+
+class AbandonedCall(Exception):
+    """A call the pool gave up on: its member stopped answering and was left out, so it ends now, not at its deadline.
+    Reported as gRPC's ``UNAVAILABLE``, as etcd's own Go client reports a call on a connection it closed."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "the member stopped answering; the call was abandoned"

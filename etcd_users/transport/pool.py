@@ -4,6 +4,13 @@
 the next in a rotation over every member that answers (``round-robin``). ``select`` makes that choice from each
 member's Status, and makes it again whenever a call fails with a leader-lost or slow-member label.
 
+A member that stops answering (frozen, partitioned) keeps its connections open and lets calls wait for their
+deadline, and closed-loop users soon all wait on it. So a watchdog on the loop thread looks for a member whose calls
+have had no answer for ``stall_seconds`` and looks again at once, with that short timeout: a member that does not
+answer its Status leaves the rotation, its connections are replaced (the calls waiting on them end, as ``UNAVAILABLE``),
+and it is probed in the background until it answers. With ``--etcd-target leader`` the users wait while the members
+elect a new leader, and go to it as soon as the members name it.
+
 Every coroutine here runs on the transport's loop thread; the pool's selection methods run on the gevent thread
 and only read attributes that the loop thread replaces whole.
 """
@@ -14,8 +21,10 @@ import asyncio
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2, rpc_pb2_grpc
 
@@ -35,13 +44,29 @@ _REDISCOVERY_INTERVAL = 0.2
 # a paused member must not hold up finding the leader for a whole --etcd-timeout
 _REDISCOVERY_TIMEOUT = 1.0
 _RECHECK_DEAD_INTERVAL = 2.0
+# A member whose calls have had no answer this long while others answer is looked at again (capped by a half timeout).
+STALL_SECONDS = 1.0
+_DEAD_STATUS_TIMEOUT = 0.25
+_LEADER_POLL_SECONDS = 0.01
 
 
 class Connection:
-    """One gRPC channel to one endpoint, with its stubs and auth metadata."""
+    """One gRPC channel to one endpoint, with its stubs and auth metadata.
+
+    ``pending`` and ``answered_at`` are kept by the client on the gevent thread around each unary call (read by the
+    pool's watchdog): calls in flight, and when the last one was answered (or when the connection became busy), in
+    ``time.perf_counter()`` seconds. ``generation`` counts the channels: a call made on an older one was abandoned.
+    """
 
     def __init__(self, endpoint: Endpoint, channel: grpc.aio.Channel) -> None:
         self.endpoint = endpoint
+        self.metadata: tuple = ()
+        self.pending = 0
+        self.answered_at = time.perf_counter()
+        self.generation = 0
+        self.use(channel)
+
+    def use(self, channel: grpc.aio.Channel) -> None:
         self.channel = channel
         self.kv = rpc_pb2_grpc.KVStub(channel)
         self.maintenance = rpc_pb2_grpc.MaintenanceStub(channel)
@@ -49,7 +74,10 @@ class Connection:
         self.auth = rpc_pb2_grpc.AuthStub(channel)
         self.lease = rpc_pb2_grpc.LeaseStub(channel)
         self.watch = rpc_pb2_grpc.WatchStub(channel)
-        self.metadata: tuple = ()
+
+    def stalled(self, now: float, after: float) -> bool:
+        """Calls wait on this connection and none was answered for ``after`` seconds."""
+        return self.pending > 0 and now - self.answered_at > after
 
 
 @dataclass(frozen=True)
@@ -71,11 +99,16 @@ class EndpointPool:
         self.connections: dict[Endpoint, list[Connection]] = {}
         self.leader: Endpoint | None = None
         self.dead: frozenset[Endpoint] = frozenset()
-        # gevent thread: when requests began to fail for want of a leader or a member (time.monotonic())
+        self.dead_since: dict[Endpoint, float] = {}  # time.perf_counter() when each dead member was left out
+        # when requests began to fail for want of a leader or a member (time.perf_counter()); set on the gevent
+        # thread by failing calls, or on the loop thread when the leader stops answering
         self.outage_started: float | None = None
+        self.stall_seconds = min(STALL_SECONDS, settings.timeout / 2)
         self._next_connection = None
         self._rediscovery: asyncio.Task | None = None
         self._recheck: asyncio.TimerHandle | None = None
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._channel_credentials = None
         self._closed = False
         self._last_discovery = 0.0
         self._last_warning = ""
@@ -85,26 +118,26 @@ class EndpointPool:
     async def open(self) -> None:
         """Open ``--etcd-conns`` channels per endpoint, choose where requests go, and authenticate."""
         credentials = self.settings.credentials
-        channel_credentials = None
         if any(endpoint.secure for endpoint in self.endpoints):
-            channel_credentials = grpc.ssl_channel_credentials(
+            self._channel_credentials = grpc.ssl_channel_credentials(
                 root_certificates=credentials.root_certificates,
                 private_key=credentials.private_key,
                 certificate_chain=credentials.certificate_chain,
             )
         for endpoint in self.endpoints:
-            connections = []
-            for _ in range(self.settings.conns):
-                if endpoint.secure:
-                    channel = grpc.aio.secure_channel(endpoint.target, channel_credentials, options=_CHANNEL_OPTIONS)
-                else:
-                    channel = grpc.aio.insecure_channel(endpoint.target, options=_CHANNEL_OPTIONS)
-                connections.append(Connection(endpoint, channel))
-            self.connections[endpoint] = connections
+            self.connections[endpoint] = [
+                Connection(endpoint, self._new_channel(endpoint)) for _ in range(self.settings.conns)
+            ]
         await self.select(self.settings.timeout)
         if credentials.user:
             alive = [c for endpoint, cs in self.connections.items() if endpoint not in self.dead for c in cs]
             await asyncio.gather(*(self.authenticate(connection) for connection in alive))
+        self._watch_for_stalls()
+
+    def _new_channel(self, endpoint: Endpoint) -> grpc.aio.Channel:
+        if endpoint.secure:
+            return grpc.aio.secure_channel(endpoint.target, self._channel_credentials, options=_CHANNEL_OPTIONS)
+        return grpc.aio.insecure_channel(endpoint.target, options=_CHANNEL_OPTIONS)
 
     async def authenticate(self, connection: Connection) -> None:
         """Get a token for ``connection`` (etcd gives one per Authenticate; it expires when unused)."""
@@ -127,8 +160,10 @@ class EndpointPool:
 
         async def one(endpoint: Endpoint) -> MemberStatus:
             connection = self.connections[endpoint][0]
+            # a member left out answers at once when it is back: a short wait keeps each look at the others short
+            wait = min(timeout, _DEAD_STATUS_TIMEOUT) if endpoint in self.dead else timeout
             try:
-                response = await connection.maintenance.Status(rpc_pb2.StatusRequest(), timeout=timeout)
+                response = await connection.maintenance.Status(rpc_pb2.StatusRequest(), timeout=wait)
             except (grpc.aio.AioRpcError, asyncio.TimeoutError) as error:
                 return MemberStatus(endpoint, None, None, 0, "", error_detail(error))
             leader = response.leader or None
@@ -148,11 +183,15 @@ class EndpointPool:
                 "certificate) and that etcd runs there"
             )
         dead = frozenset(status.endpoint for status in statuses if status.error is not None)
+        now = time.perf_counter()
         for status in statuses:
             if status.endpoint in dead - self.dead:
                 logger.warning("etcd endpoint %s does not answer (%s); skipping it", status.endpoint.url, status.error)
+                self.dead_since[status.endpoint] = now
+                self._abandon_calls(status.endpoint)
             elif status.endpoint in self.dead - dead:
-                logger.info("etcd endpoint %s answers again; using it", status.endpoint.url)
+                left_out = now - self.dead_since.pop(status.endpoint, now)
+                logger.info("etcd endpoint %s answers again; using it (left out %.1fs)", status.endpoint.url, left_out)
         self.dead = dead
         if dead:  # look again later, to use the members that come back
             self._rediscover_later(_RECHECK_DEAD_INTERVAL)
@@ -160,21 +199,97 @@ class EndpointPool:
             newest = max(alive, key=lambda status: status.raft_term)
             leader = next((s.endpoint for s in alive if s.member_id == newest.leader_id), None)
             if leader is None:
-                raise EndpointError(await self._leader_not_given(newest))
+                problem, lost = await self._leader_not_given(newest)
+                if not lost:
+                    raise EndpointError(problem)
+                if self._last_warning != problem:
+                    logger.warning("%s; requests wait for the new leader", problem)
+                    self._last_warning = problem
+                self.leader = None
+                self._next_connection = self._wait_for_leader(itertools.cycle(self._rotation(alive)).__next__)
+                self._rediscover_later(_REDISCOVERY_INTERVAL)
+                self._last_discovery = time.monotonic()
+                return
             if leader != self.leader:
                 logger.info("etcd leader: %s", leader.url)
             self.leader = leader
             chosen = self.connections[leader]
         else:
-            # interleave endpoints so that successive requests rotate over every member
-            per_endpoint = [self.connections[status.endpoint] for status in alive]
-            chosen = [c for group in itertools.zip_longest(*per_endpoint) for c in group if c is not None]
+            chosen = self._rotation(alive)
         self._next_connection = itertools.cycle(chosen).__next__
         self._last_discovery = time.monotonic()
+        self._last_warning = ""
 
-    async def _leader_not_given(self, status: MemberStatus) -> str:
+    def _wait_for_leader(self, members_that_answer: Callable[[], Connection]) -> Callable[[], Connection]:
+        """``next_connection`` while the members elect a new leader: wait for it, up to ``--etcd-timeout``.
+
+        A write sent to a member meanwhile would be forwarded to the lost leader and wait out etcd's own request
+        timeout (about 7 s); a user's greenlet waits for the election instead, then goes to the new leader. With no
+        leader after the timeout, the members that answer take the request (and say why it fails).
+        """
+
+        def next_connection() -> Connection:
+            deadline = time.perf_counter() + self.settings.timeout
+            while self.leader is None and not self._closed and time.perf_counter() < deadline:
+                gevent.sleep(_LEADER_POLL_SECONDS)
+            return members_that_answer() if self.leader is None else self._next_connection()
+
+        return next_connection
+
+    def _rotation(self, alive: list[MemberStatus]) -> list[Connection]:
+        """Every connection of the members that answer, interleaved so that successive requests rotate over them."""
+        per_endpoint = [self.connections[status.endpoint] for status in alive]
+        return [c for group in itertools.zip_longest(*per_endpoint) for c in group if c is not None]
+
+    def _abandon_calls(self, endpoint: Endpoint) -> None:
+        """A member left out: replace its channels, so the calls that wait on it end now, not at their deadline."""
+        waiting = [connection for connection in self.connections[endpoint] if connection.pending]
+        if not waiting:
+            return
+        if self.settings.target == "leader" and self.outage_started is None:
+            # the gap the users see began when the leader stopped answering, not when its calls are abandoned
+            self.outage_started = min(connection.answered_at for connection in waiting)
+        for connection in waiting:
+            old = connection.channel
+            connection.generation += 1
+            connection.use(self._new_channel(endpoint))
+            asyncio.get_running_loop().create_task(old.close())
+
+    def _watch_for_stalls(self) -> None:
+        """Every quarter of ``stall_seconds``: a member in the rotation whose calls went unanswered that long, while
+        another member answered since (or the leader's alone), is looked at again at once, with that short timeout.
+
+        "Answered since", not "answers now": closed-loop users soon all wait on the silent member, and then no
+        other member gets a request to answer."""
+        if self._closed:
+            return
+        now = time.perf_counter()
+        after = self.stall_seconds
+        in_use = [self.leader] if self.leader is not None else [e for e in self.endpoints if e not in self.dead]
+        silent_since = {
+            endpoint: min(c.answered_at for c in self.connections[endpoint] if c.stalled(now, after))
+            for endpoint in in_use
+            if any(c.stalled(now, after) for c in self.connections[endpoint])
+        }
+        last_answer = {endpoint: max(c.answered_at for c in self.connections[endpoint]) for endpoint in in_use}
+        others_answered = any(
+            last_answer[other] > since
+            for endpoint, since in silent_since.items()
+            for other in in_use
+            if other != endpoint
+        )
+        if silent_since and (others_answered or self.leader is not None) and not self._looking():
+            self._last_discovery = time.monotonic()
+            self._rediscovery = asyncio.get_running_loop().create_task(self._select_quietly(after))
+        self._watchdog = asyncio.get_running_loop().call_later(after / 4, self._watch_for_stalls)
+
+    def _looking(self) -> bool:
+        return self._rediscovery is not None and not self._rediscovery.done()
+
+    async def _leader_not_given(self, status: MemberStatus) -> tuple[str, bool]:
+        """Why no leader can take the requests; and whether it is ours and lost, so that an election follows."""
         if status.leader_id is None:
-            return "no etcd leader: the cluster has not elected one"
+            return "no etcd leader: the cluster has not elected one", False
         connection = self.connections[status.endpoint][0]
         urls = "unknown URLs"
         try:
@@ -187,31 +302,31 @@ class EndpointPool:
             leader_urls = []
         if any(endpoint.url in leader_urls for endpoint in self.dead):
             # the members still name the leader they lost; an election follows
-            return f"the etcd leader (member {status.leader_id:x}, {urls}) does not answer; waiting for a new one"
+            return f"the etcd leader (member {status.leader_id:x}, {urls}) does not answer; waiting for a new one", True
         return (
             f"--etcd-target leader: the leader (member {status.leader_id:x}, {urls}) is not among --etcd-endpoints; "
             "add its client URL or use --etcd-target round-robin"
-        )
+        ), False
 
     def rediscover(self) -> None:
         """Look for the leader (or the live members) again, once at a time and not too often."""
-        if self._closed or (self._rediscovery is not None and not self._rediscovery.done()):
+        if self._closed or self._looking():
             return
-        if time.monotonic() - self._last_discovery < _REDISCOVERY_INTERVAL:
+        wait = self._last_discovery + _REDISCOVERY_INTERVAL - time.monotonic()
+        if wait > 0:
+            self._rediscover_later(wait)  # not too often, but not dropped: a lost leader needs the next look
             return
         self._last_discovery = time.monotonic()
-        self._rediscovery = asyncio.get_running_loop().create_task(self._select_quietly())
+        self._rediscovery = asyncio.get_running_loop().create_task(self._select_quietly(_REDISCOVERY_TIMEOUT))
 
-    async def _select_quietly(self) -> None:
+    async def _select_quietly(self, timeout: float) -> None:
         try:
-            await self.select(min(self.settings.timeout, _REDISCOVERY_TIMEOUT))
+            await self.select(min(self.settings.timeout, timeout))
         except EndpointError as error:
             if str(error) != self._last_warning:
                 logger.warning("%s; trying again", error)
             self._last_warning = str(error)
             self._rediscover_later(_REDISCOVERY_INTERVAL)
-        else:
-            self._last_warning = ""
 
     def _rediscover_later(self, delay: float) -> None:
         """One pending look at a time, and none once closed."""
@@ -223,8 +338,9 @@ class EndpointPool:
     async def close(self) -> None:
         # a closed pool must not look for members again: its timers would call closed channels, forever
         self._closed = True
-        if self._recheck is not None:
-            self._recheck.cancel()
+        for timer in (self._recheck, self._watchdog):
+            if timer is not None:
+                timer.cancel()
         if self._rediscovery is not None and not self._rediscovery.done():
             self._rediscovery.cancel()
         await asyncio.gather(*(c.channel.close() for cs in self.connections.values() for c in cs))
@@ -236,11 +352,14 @@ class EndpointPool:
 
     def begin_outage(self, label: str) -> None:
         if self.outage_started is None:
-            self.outage_started = time.monotonic()
+            self.outage_started = time.perf_counter()
             logger.warning("etcd: requests fail with %r; looking for the leader and live members again", label)
 
-    def end_outage(self) -> None:
-        """Say how long requests failed for want of a leader or a member: the failover gap seen by the client."""
-        gap = time.monotonic() - self.outage_started
-        logger.warning("etcd: requests succeed again %.2fs after the first failure", gap)
+    def end_outage(self, ended: float) -> None:
+        """Say how long requests failed for want of a leader or a member: the failover gap seen by the client, from
+        the first failure (or the moment a lost leader stopped answering) to the first success after it."""
+        started = self.outage_started
+        if started is None or ended < started:
+            return  # a success from before the outage, reported late
         self.outage_started = None
+        logger.warning("etcd: requests succeed again %.2fs after the first failure", ended - started)

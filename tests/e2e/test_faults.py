@@ -24,6 +24,8 @@ LEADER_OR_MEMBER_LOST = {
     "etcdserver: no leader",
     "etcdserver: not leader",
     "etcdserver: request timed out",
+    # a follower that forwarded a request to the lost leader (it takes requests while the members elect a new one)
+    "etcdserver: request timed out, possibly due to previous leader failure",
     "UNAVAILABLE",
     # a call in flight to a member as it stops can wait out its deadline instead of failing at once
     "DEADLINE_EXCEEDED",
@@ -206,3 +208,85 @@ def test_the_timeout_bounds_calls_to_a_frozen_member(tmp_out):
     assert int(puts["Request Count"]) > labels["DEADLINE_EXCEEDED"]  # puts succeeded before the freeze
     assert 450 <= float(puts["Max Response Time"]) <= 2000  # a timed-out call lasts --etcd-timeout, not longer
     assert ended_after < seconds + 4
+
+
+def successes_between(out: Path, start: float, end: float) -> float:
+    """Successful requests per second from ``start`` to ``end`` (unix seconds), from the run's per-second history."""
+    counts = dict(successes(out))
+    first, last = int(start), int(end)
+    assert first in counts and last in counts, (start, end, sorted(counts))
+    return (counts[last] - counts[first]) / (last - first)
+
+
+def longest_time_without_successes(out: Path, since: float) -> int:
+    """The longest run of seconds after ``since`` (unix seconds) in which no request succeeded."""
+    longest, last_success, previous = 0, int(since), None
+    for timestamp, count in successes(out):
+        if timestamp < int(since):
+            previous = count
+            continue
+        if previous is not None and count > previous:
+            last_success = timestamp
+        longest = max(longest, timestamp - last_success)
+        previous = count
+    return longest
+
+
+def test_a_frozen_follower_is_left_out_while_the_others_serve_the_run(tmp_out):
+    # a timeout longer than the freeze: without failover every closed-loop user would end up waiting on the member
+    with own_cluster(3) as cluster:
+        args = ("--etcd-target", "round-robin", "--etcd-timeout", "20", "--etcd-skip-preflight")
+        with start_run(cluster, tmp_out, "EtcdPutUser", *args, users=8, seconds=40) as run:
+            wait_until_spawned(run)
+            time.sleep(4)
+            follower = next(index for index in range(3) if index != cluster.leader_index())
+            url = cluster.endpoints[follower]
+            frozen_at = time.time()
+            cluster.pause_member(follower)
+            try:
+                time.sleep(8)
+            finally:
+                cluster.resume_member(follower)
+            wait_for_output(run, f"etcd endpoint {url} answers again; using it", timeout=15)
+            time.sleep(1.5)
+            run.interrupt()
+            result = run.finish(timeout=60)
+
+    before = successes_between(tmp_out, frozen_at - 3, frozen_at)
+    during = successes_between(tmp_out, frozen_at + 2, frozen_at + 7)
+    print(f"\nputs/s before the freeze {before:.0f}, during it {during:.0f}")
+    assert re.search(rf"etcd endpoint {re.escape(url)} does not answer \(.*\); skipping it", result.stderr)
+    # the two healthy members served two thirds of the puts before; they keep serving at least half of that
+    assert during >= 0.5 * before * 2 / 3, (before, during)
+    labels = failure_labels(tmp_out / "run")
+    assert set(labels) <= {"UNAVAILABLE"}, labels  # only the calls that waited on the member as it froze
+    assert_exit_code_follows_failures(result, labels)
+
+
+def test_writes_resume_about_one_election_after_the_leader_freezes(tmp_out):
+    with own_cluster(3) as cluster:
+        args = ("--etcd-target", "leader", "--etcd-timeout", "20", "--etcd-skip-preflight")
+        with start_run(cluster, tmp_out, "EtcdPutUser", *args, users=8, seconds=40) as run:
+            wait_until_spawned(run)
+            time.sleep(3)
+            leader = cluster.leader_index()
+            frozen_at = time.time()
+            cluster.pause_member(leader)
+            try:
+                new_leader = cluster.leader_index(timeout=15)
+                wait_for_output(run, f"etcd leader: {cluster.endpoints[new_leader]}", timeout=15)
+                time.sleep(3)
+            finally:
+                cluster.resume_member(leader)
+            run.interrupt()
+            result = run.finish(timeout=60)
+
+    gaps = [float(gap) for gap in GAP_LINE.findall(result.stderr)]
+    without_writes = longest_time_without_successes(tmp_out, since=frozen_at)
+    print(f"\nlongest time without a write after the freeze: {without_writes} s; gaps logged: {gaps}")
+    # an election takes about a second here; the calls that waited on the frozen leader end at once, not in 20 s
+    assert without_writes < 6, (frozen_at, successes(tmp_out))
+    assert gaps and gaps[0] < 6, result.stderr[-3000:]
+    labels = failure_labels(tmp_out / "run")
+    assert set(labels) <= LEADER_OR_MEMBER_LOST, labels
+    assert_exit_code_follows_failures(result, labels)
