@@ -1,16 +1,25 @@
-"""Command line: ``python -m analysis`` compares runs, ``summary`` prints etcd's benchmark report, ``errors``
-prints the error distribution, ``suite`` tabulates a benchmark suite's repeats, ``memory`` fits etcd's memory model
-to the members' RSS. Input problems end with one line on stderr and exit status 2."""
+"""Command line: ``python -m analysis`` compares runs (and tabulates each level of a load shape's run, see
+``analysis.levels``), ``summary`` prints etcd's benchmark report, ``errors`` prints the error distribution, ``suite``
+tabulates a benchmark suite's repeats, ``memory`` fits etcd's memory model to the members' RSS. Input problems end
+with one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
+
 from analysis.benchmark_report import summary
+from analysis.levels import CSV_DECIMALS as LEVEL_CSV_DECIMALS
+from analysis.levels import DISPLAY_DECIMALS as LEVEL_DISPLAY_DECIMALS
+from analysis.levels import json_document, measure_levels, parse_sla, sentences
+from analysis.levels import notes as levels_notes
+from analysis.levels import table as levels_table
 from analysis.load import AnalysisError, Run, load_run, normalize_prefix
 from analysis.measure import measure_run
 from analysis.memory_model import RUN_RECIPES, format_report, memory_report
@@ -32,6 +41,11 @@ WARMUP_HELP = (
     "Put it after the prefixes or write --warmup=SECONDS"
 )
 SERIES_HELP = "latency series of the exact files: service time (default) or from the intended send time"
+SLA_HELP = (
+    "gates that judge each level of a shape's run, in the grammar of --etcd-sla, e.g. 'put:p99<15ms,errors<0.1%%' "
+    "(default: the gates the run was given, from PREFIX_shape.json; '' for none)"
+)
+LEVELS_TITLE = "etcd load test per level"
 
 
 def _warmup(value: str) -> float | str:
@@ -61,13 +75,17 @@ def compare_parser() -> argparse.ArgumentParser:
         "requests in the run's history, after the warm-up cut. A run with PREFIX_etcd_metrics.csv adds the server "
         "columns fsync P99 (ms) (the worst poll interval of any member), leader changes (the most any member "
         "counted), RSS growth (MB) and db growth (MB) (last minus first poll, the largest member), over the polls "
-        "after the warm-up cut, and with --out the chart server_metrics.png/.svg.",
+        "after the warm-up cut, and with --out the chart server_metrics.png/.svg. A run with PREFIX_shape.json (a "
+        "load shape) adds a table per level, each measured from the moment its users were all running to its end, "
+        "judged by --sla and by achieved >= 95%% of planned QPS, and a last line with the capacity and the first "
+        "breach; with --out levels.md, levels.csv, levels.json and the chart levels.png/.svg.",
     )
     parser.add_argument("prefixes", nargs="+", metavar="PREFIX", help="what was passed to locust --csv")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write tables, charts and report.html here")
     parser.add_argument("--baseline", metavar="PREFIX", help="add ratio columns against this run")
     parser.add_argument("--names", help="comma-separated request names to show, e.g. put,range/serializable")
     parser.add_argument("--labels", help="comma-separated run labels, one per PREFIX (default: basenames)")
+    parser.add_argument("--sla", metavar="GATES", help=SLA_HELP)
     _add_common(parser)
     return parser
 
@@ -163,6 +181,8 @@ def run_compare(args: argparse.Namespace) -> int:
             baseline = load_run(args.baseline)
             runs.insert(0, baseline)
     names = _split(args.names)
+    if args.sla is not None:
+        parse_sla(args.sla)  # a bad gate is refused before anything is read
     measured = [measure_run(run, names, args.warmup, args.series) for run in runs]
     if not any(run.measurements for run in measured):
         raise AnalysisError(f"none of the runs has requests named {', '.join(names or [])}")
@@ -173,9 +193,18 @@ def run_compare(args: argparse.Namespace) -> int:
     if notes:
         print()
         print(markdown_notes(notes))
+    level_runs = [found for run in measured if (found := measure_levels(run, names, args.series, args.sla))]
+    if level_runs:
+        level_table, level_notes = levels_table(level_runs), levels_notes(level_runs)
+        print()
+        print(markdown_table(level_table, LEVEL_DISPLAY_DECIMALS))
+        print()
+        print(markdown_notes(level_notes))
+        print()
+        print("\n".join(sentences(level_runs)))
     if args.out:
         # matplotlib is only needed here; the other commands start faster without it.
-        from analysis.charts import write_charts
+        from analysis.charts import level_chart, write_charts
 
         args.out.mkdir(parents=True, exist_ok=True)
         errors = errors_table(runs)
@@ -185,7 +214,25 @@ def run_compare(args: argparse.Namespace) -> int:
         write_csv(errors, args.out / "errors.csv")
         write_html(table, errors, notes, charts, args.out / "report.html", TITLE)
         print(f"wrote comparison.md, comparison.csv, errors.csv, report.html and charts to {args.out}", file=sys.stderr)
+        if level_runs:
+            closing = "\n".join(sentences(level_runs))
+            level_markdown = [markdown_table(level_table, LEVEL_DISPLAY_DECIMALS), markdown_notes(level_notes), closing]
+            (args.out / "levels.md").write_text(
+                "\n\n".join([f"# {LEVELS_TITLE}", *level_markdown]) + "\n", encoding="utf-8"
+            )
+            write_csv(level_table, args.out / "levels.csv", LEVEL_CSV_DECIMALS)
+            document = json_document(level_runs, level_table, level_notes)
+            (args.out / "levels.json").write_text(json.dumps(document, indent=2, default=_plain) + "\n", "utf-8")
+            level_chart(level_runs, args.out / "levels")
+            print(f"wrote levels.md, levels.csv, levels.json, levels.png and levels.svg to {args.out}", file=sys.stderr)
     return 0
+
+
+def _plain(value: object) -> object:
+    """numpy and pandas scalars as JSON values."""
+    if hasattr(value, "item"):
+        return value.item()
+    return None if value is pd.NA else str(value)
 
 
 def run_summary(args: argparse.Namespace) -> int:

@@ -6,7 +6,9 @@
   single node vs 3-node benchmark chapter;
 - for a benchmark suite, grouped bars of the mean QPS and P99 over the repeats with stddev error bars;
 - when a run has ``_etcd_metrics.csv``, the members over time: fsync P99, proposals committed per second, db size
-  and RSS, with leader changes as vertical lines.
+  and RSS, with leader changes as vertical lines;
+- for a load shape's run, per level: planned against achieved QPS, and P50 / P95 / P99 / P99.9 on a log axis, the
+  failing levels marked.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from analysis.levels import FAIL, RunLevels, latency_unit_ms
 from analysis.measure import RunMeasurement, run_start
 from analysis.server import MB, interval_rates, leader_change_times, member_series
 from analysis.tables import chart_rows
@@ -264,6 +267,79 @@ def server_metrics(runs: list[RunMeasurement], stem: Path) -> list[Path]:
     if handles:
         figure.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), fontsize="small")
     figure.suptitle("etcd members during the run")
+    return _save(figure, stem)
+
+
+_LEVEL_PERCENTILES = {
+    "p50_ms": ("P50", ":"),
+    "p95_ms": ("P95", "-."),
+    "p99_ms": ("P99", "-"),
+    "p999_ms": ("P99.9", "--"),
+}
+
+
+def _level_row(rows: list[dict]) -> dict:
+    """The row a level is drawn by: all requests, or the one name shown."""
+    return next((row for row in rows if row["name"] == AGGREGATED), rows[0] if rows else {})
+
+
+def _cell_value(row: dict, column: str) -> float:
+    value = row.get(column)
+    return float("nan") if value is None or pd.isna(value) else float(value)
+
+
+def level_chart(runs: list[RunLevels], stem: Path) -> list[Path]:
+    """Per level of each run: planned (dashed, hollow) and achieved QPS above, the latency percentiles below on a log
+    axis with the latency gates as horizontal lines; failing levels marked with a red X (and shaded for one run)."""
+    longest = max(runs, key=lambda run: len(run.levels))
+    names = [level.window.name for level in longest.levels]
+    figure = Figure(figsize=(max(8.0, 2.0 + 0.6 * len(names)), 7.5), layout="constrained")
+    qps_axes, latency_axes = figure.subplots(2, 1, sharex=True)
+    failed_marked = False
+    for index, run in enumerate(runs):
+        color = COLORS[index % len(COLORS)]
+        x = list(range(len(run.levels)))
+        rows = [_level_row(level.rows) for level in run.levels]
+        planned = [float("nan") if level.window.qps is None else level.window.qps for level in run.levels]
+        achieved = [_cell_value(row, "achieved_qps") for row in rows]
+        prefix = f"{run.run} " if len(runs) > 1 else ""
+        if any(value == value for value in planned):
+            qps_axes.plot(x, planned, "--o", color=color, markerfacecolor="none", label=f"{prefix}planned")
+        qps_axes.plot(x, achieved, "-o", color=color, label=f"{prefix}achieved")
+        for number, (column, (label, style)) in enumerate(_LEVEL_PERCENTILES.items()):
+            values = [_cell_value(row, column) for row in rows]
+            if any(value == value and value > 0 for value in values):
+                # one run: a color per percentile; several: a color per run, a line style per percentile
+                shade = COLORS[number] if len(runs) == 1 else color
+                latency_axes.plot(x, values, style, marker=".", color=shade, label=f"{prefix}{label}")
+        failing = [position for position, level in enumerate(run.levels) if level.verdict == FAIL]
+        if failing:
+            label = "failing level" if not failed_marked else None
+            qps_axes.plot(failing, [achieved[i] for i in failing], "X", color="red", markersize=10, label=label)
+            worst = [_cell_value(rows[i], "p99_ms") for i in failing]
+            latency_axes.plot(failing, worst, "X", color="red", markersize=10, label=label)
+            failed_marked = True
+            if len(runs) == 1:
+                for position in failing:
+                    for axes in (qps_axes, latency_axes):
+                        axes.axvspan(position - 0.5, position + 0.5, color="red", alpha=0.08, linewidth=0)
+    gates = dict.fromkeys(gate for run in runs for gate in run.gates)
+    for gate in gates:
+        threshold = latency_unit_ms(gate)
+        if threshold is not None and threshold > 0:
+            latency_axes.axhline(threshold, color="red", linestyle=":", linewidth=1, label=f"gate {gate.text}")
+    qps_axes.set_title("QPS per level: planned and achieved")
+    qps_axes.set_ylabel("requests / s")
+    qps_axes.set_ylim(bottom=0)
+    latency_axes.set_title("latency per level, from the moment its users were all running to its end")
+    latency_axes.set_ylabel("ms (log)")
+    if latency_axes.lines:
+        latency_axes.set_yscale("log")
+    latency_axes.set_xticks(range(len(names)), names, rotation=30 if len(names) > 6 else 0)
+    for axes in (qps_axes, latency_axes):
+        axes.grid(alpha=0.3)
+        if axes.lines:
+            axes.legend(fontsize="small", ncol=3)
     return _save(figure, stem)
 
 

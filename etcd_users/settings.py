@@ -9,20 +9,30 @@ validate options without gevent's monkey patching. ``etcd_users.plugin`` registe
 """
 
 import argparse
+import math
 import operator
 import re
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from etcd_users.arguments import Option
+from etcd_users.arguments import SHOWN_PATH_CHARACTERS, Option, shown
 from etcd_users.files import AGGREGATED
 
 DEFAULT_PREFIX = "/locust-etcd/"
 TARGETS = ("round-robin", "leader")
 CONSISTENCIES = ("l", "s")
+# etcd refuses a request whose raft entry (the request, a header with its ID and user name) exceeds its
+# --max-request-bytes: a put of key + value fits with this much to spare, and each further put of a txn adds this
+REQUEST_OVERHEAD_BYTES = 512
+TXN_OP_OVERHEAD_BYTES = 16
+# what the tool's gRPC channels send at most (grpc.max_send_message_length in transport/pool.py)
+CLIENT_MAX_SEND_BYTES = 16 * 1024 * 1024
+# a PEM file is small (a CA bundle of every public root is about 200 KiB); never read /dev/zero to its end
+PEM_MAX_BYTES = 4 * 1024 * 1024
 
 
 class SettingsError(ValueError):
@@ -66,7 +76,11 @@ OPTIONS = (
     ),
     Option("--etcd-key-space-size", 10000, "Number of distinct keys written and read."),
     Option("--etcd-sequential-keys", False, "Walk the key space in order instead of picking keys at random."),
-    Option("--etcd-prefix", DEFAULT_PREFIX, "Every key starts with this prefix; the tool never writes outside it."),
+    Option(
+        "--etcd-prefix",
+        DEFAULT_PREFIX,
+        "Every key starts with this prefix, a directory that ends in '/'; the tool never writes outside it.",
+    ),
     Option(
         "--etcd-allow-existing",
         False,
@@ -114,8 +128,8 @@ OPTIONS = (
     Option(
         "--etcd-metrics-interval",
         5.0,
-        "Seconds between polls of every member's /metrics during a run, written to PREFIX_etcd_metrics.csv with "
-        "--csv PREFIX (0: off).",
+        "Seconds between polls of every member's /metrics during a run (0: off): they watch each db against its "
+        "quota and etcd's alarms, and go to PREFIX_etcd_metrics.csv with --csv PREFIX.",
     ),
     Option(
         "--etcd-skip-preflight",
@@ -127,8 +141,8 @@ OPTIONS = (
         "--etcd-compact-interval",
         0.0,
         "Seconds between compactions of etcd's history during the run, each at the revision of that many seconds ago "
-        "(like benchmark put --compact-interval; 0: off). Compaction is cluster-wide: use it on a cluster whose "
-        "history you may drop. The local etcd compacts itself.",
+        "(like benchmark put --compact-interval; 0: off), by the master only. Compaction is cluster-wide: use it on a "
+        "cluster whose history you may drop. The local etcd compacts itself every 5 s.",
     ),
 )
 
@@ -151,20 +165,47 @@ class Endpoint:
         return urlsplit(self.url).netloc
 
 
+def _list_items(flag: str, text: str, what: str, empty_means: str) -> list[str]:
+    """The comma-separated entries of a list option; empty text, none. An empty entry is refused: ``,`` must not
+    quietly mean "none" (for --etcd-endpoints, a local etcd instead of the cluster meant)."""
+    if not text.strip():
+        return []
+    items = [part.strip() for part in text.split(",")]
+    if not all(items):
+        raise SettingsError(
+            f"{flag}: {shown(text)} has an empty entry; give {what} separated by single commas, or nothing at all "
+            f"for {empty_means}"
+        )
+    return items
+
+
+def _url_parts(item: str):
+    """``urlsplit(item)`` and its port, or None for a URL that does not parse (``http://[::1``, a port of 99999)."""
+    try:
+        parts = urlsplit(item)
+        return parts, parts.port
+    except ValueError:
+        return None, None
+
+
 def parse_endpoints(text: str) -> list[Endpoint]:
     endpoints = []
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        parts = urlsplit(item)
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if parts.scheme not in ("http", "https") or not parts.hostname or port is None or parts.path not in ("", "/"):
+    for item in _list_items("--etcd-endpoints", text, "client URLs", "a throwaway local etcd"):
+        parts, port = _url_parts(item)
+        if (
+            parts is None
+            or parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or len(parts.hostname) > 253  # what DNS allows: a longer "host" is a paste gone wrong
+            or not port
+            or parts.path not in ("", "/")
+            or parts.username is not None
+            or parts.query
+            or parts.fragment
+        ):
             raise SettingsError(
-                f"--etcd-endpoints: {item!r} is not a client URL; write http://HOST:PORT or https://HOST:PORT, "
-                "comma-separated"
+                f"--etcd-endpoints: {shown(item)} is not a client URL; write http://HOST:PORT or https://HOST:PORT "
+                "(IPv6: http://[::1]:2379), comma-separated"
             )
         endpoints.append(Endpoint(url=f"{parts.scheme}://{parts.netloc}", secure=parts.scheme == "https"))
     if len({endpoint.url for endpoint in endpoints}) != len(endpoints):
@@ -218,7 +259,7 @@ class Gate(NamedTuple):
 
 
 def _gate_error(gate: str, why: str) -> SlaError:
-    return SlaError(f"--etcd-sla: {gate!r} {why}: expected NAME:METRIC<VALUE such as {_GATE_EXAMPLE}")
+    return SlaError(f"--etcd-sla: {shown(gate)} {why}: expected NAME:METRIC<VALUE such as {_GATE_EXAMPLE}")
 
 
 def _gate_percentile(gate: str, digits: str) -> float:
@@ -230,7 +271,7 @@ def _gate_percentile(gate: str, digits: str) -> float:
     except ValueError:
         raise _gate_error(gate, "has an unknown metric") from None
     if not 0 < value <= 100:
-        raise _gate_error(gate, f"asks for percentile {digits}, outside 0-100")
+        raise _gate_error(gate, f"asks for percentile {digits if len(digits) < 20 else shown(digits)}, outside 0-100")
     return value
 
 
@@ -244,6 +285,8 @@ def parse_gate(text: str) -> Gate:
     name = None if name is None or name.strip() in ("", "*") else name.strip()
     metric_text, op, unit = match["metric"].lower(), match["op"], (match["unit"] or "").lower()
     threshold = float(match["value"])
+    if not math.isfinite(threshold):  # 400 digits make inf, which every comparison gets wrong
+        raise _gate_error(gate, f"has a threshold of {len(match['value'])} digits, beyond any number")
     if metric_text.startswith("p") and metric_text[1:2].isdigit():
         metric, percentile = "percentile", _gate_percentile(gate, metric_text[1:])
     elif metric_text in ("mean", "avg", "max"):
@@ -251,18 +294,18 @@ def parse_gate(text: str) -> Gate:
     elif metric_text in ("errors", "qps"):
         metric, percentile = metric_text, None
     else:
-        raise _gate_error(gate, f"has an unknown metric {match['metric']!r} (pNN, mean, max, errors or qps)")
+        raise _gate_error(gate, f"has an unknown metric {shown(match['metric'])} (pNN, mean, max, errors or qps)")
     if metric in ("percentile", "mean", "max"):
         if unit not in LATENCY_UNITS:
-            why = "has no unit" if not unit else f"has the unit {unit!r}"
+            why = "has no unit" if not unit else f"has the unit {shown(unit)}"
             raise _gate_error(gate, f"{why} (latencies take us, ms or s)")
     elif metric == "errors":
         if unit not in ("", "%"):
-            raise _gate_error(gate, f"has the unit {unit!r} (errors take % for a share, none for a count)")
+            raise _gate_error(gate, f"has the unit {shown(unit)} (errors take % for a share, none for a count)")
         if unit == "%" and threshold > 100:
             raise _gate_error(gate, "asks for more than 100% of errors")
     elif unit not in ("", "/s"):
-        raise _gate_error(gate, f"has the unit {unit!r} (qps takes none: requests per second)")
+        raise _gate_error(gate, f"has the unit {shown(unit)} (qps takes none: requests per second)")
     else:
         unit = ""
     return Gate(gate, name, metric, percentile, op, threshold, unit)
@@ -323,19 +366,214 @@ class EtcdSettings:
         return self.key_size - len(self.prefix)
 
 
-def _read_pem(flag: str, path: str) -> bytes | None:
-    if not path:
-        return None
+def _text(option: Option, value: object) -> None:
+    """A text option holds UTF-8 text: argparse turns bytes that are not into surrogate escapes, which no key,
+    file name or message sent to the workers can carry."""
+    if not isinstance(value, str):
+        return
     try:
-        return Path(path).expanduser().read_bytes()
-    except OSError as error:
-        raise SettingsError(f"{flag}: cannot read {path!r} ({error.strerror}); give the path of a PEM file") from None
+        value.encode()
+    except UnicodeEncodeError:
+        quoted = "" if option.secret else f" {shown(value)}"
+        raise SettingsError(
+            f"{option.flag}:{quoted} is not UTF-8 text (the shell passed bytes that are not); give it in UTF-8"
+        ) from None
+
+
+def parse_prefix(text: str, flag: str = "--etcd-prefix") -> bytes:
+    """A key prefix that is a directory: UTF-8 text that ends in '/' and is more than slashes.
+
+    etcd's prefix range of ``/locust-etcd`` is every key that starts with those characters, ``/locust-etcd-sentinel``
+    and ``/locust-etcd0`` of another application too; the check of the prefix, the clean-up and a role's permission
+    all cover that range. Ending in '/' confines them to the tool's own keys.
+    """
+    try:
+        prefix = text.encode()
+    except UnicodeEncodeError:
+        raise SettingsError(
+            f"{flag}: {shown(text)} is not UTF-8 text (the shell passed bytes that are not); give a prefix such as "
+            f"{DEFAULT_PREFIX!r}"
+        ) from None
+    if prefix.strip(b"/") == b"":
+        raise SettingsError(
+            f"{flag}: {shown(text)} would cover the whole key space; give a prefix such as {DEFAULT_PREFIX!r}"
+        )
+    if not prefix.endswith(b"/"):
+        raise SettingsError(
+            f"{flag}: {shown(text)} does not end in '/', and etcd's prefix range of {shown(text)} also covers "
+            f"other applications' keys such as {shown(text + '-sentinel')}; give {shown(text + '/')}"
+        )
+    return prefix
+
+
+def _finite(flag: str, value):
+    """nan and inf are floats that pass every comparison a bound makes (nan < 0 and nan > 0 are both false)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        default = next((option.default for option in OPTIONS if option.flag == flag), 1.0)
+        raise SettingsError(f"{flag}: {value!r} is not a finite number; give one such as {default!r}")
+    return value
 
 
 def _positive(flag: str, value, allow_zero: bool = False):
+    _finite(flag, value)
     if value < 0 or (value == 0 and not allow_zero):
-        raise SettingsError(f"{flag}: {value!r} must be {'zero or more' if allow_zero else 'greater than zero'}")
+        raise SettingsError(f"{flag}: {shown(value)} must be {'zero or more' if allow_zero else 'greater than zero'}")
     return value
+
+
+def _user_rate(value: float) -> float:
+    _positive("--etcd-user-rate", value, allow_zero=True)
+    if value > 0 and not math.isfinite(1.0 / value):
+        raise SettingsError(f"--etcd-user-rate: {value!r} puts a request due only after forever; give e.g. 10.0")
+    return value
+
+
+def _max_request_bytes(value: int) -> int:
+    _positive("--etcd-max-request-bytes", value)
+    if value > CLIENT_MAX_SEND_BYTES:
+        raise SettingsError(
+            f"--etcd-max-request-bytes: {shown(value)} is more than the {CLIENT_MAX_SEND_BYTES} bytes (16 MiB) this "
+            "tool's gRPC channels send; give etcd's --max-request-bytes (1572864, 1.5 MiB, by default)"
+        )
+    return value
+
+
+_RAISE_LIMIT = "or raise etcd's --max-request-bytes on every member and --etcd-max-request-bytes here to match"
+
+
+def _request_sizes(key_size: int, val_size: int, txn_ops: int, max_bytes: int, user: str) -> None:
+    """A put (key + value), a transaction of --etcd-txn-ops puts and the key alone fit in one etcd request."""
+    overhead = REQUEST_OVERHEAD_BYTES + len(user.encode())  # the request's header carries the user name
+    limit = f"etcd's --max-request-bytes, 1.5 MiB by default (--etcd-max-request-bytes {max_bytes} here)"
+    if key_size + overhead > max_bytes:
+        raise SettingsError(
+            f"--etcd-key-size: {shown(key_size)} makes every request larger than {limit}; use at most "
+            f"{max_bytes - overhead} {_RAISE_LIMIT}"
+        )
+    if key_size + val_size + overhead > max_bytes:
+        raise SettingsError(
+            f"--etcd-val-size: a put of a {key_size}-byte key and a {shown(val_size)}-byte value is larger than "
+            f"{limit}; use at most {max_bytes - overhead - key_size} {_RAISE_LIMIT}"
+        )
+    per_put = key_size + val_size + TXN_OP_OVERHEAD_BYTES
+    if overhead - TXN_OP_OVERHEAD_BYTES + txn_ops * per_put > max_bytes:
+        most = (max_bytes - overhead + TXN_OP_OVERHEAD_BYTES) // per_put
+        raise SettingsError(
+            f"--etcd-txn-ops: a transaction of {txn_ops} puts of {key_size}+{val_size} bytes is larger than "
+            f"{limit}; use at most {most} puts or a smaller --etcd-val-size, {_RAISE_LIMIT}"
+        )
+
+
+# -- TLS files --
+
+_PEM_KINDS = {
+    "--etcd-cacert": ("the CA certificate", "openssl x509 -inform DER -in CA -out ca.pem"),
+    "--etcd-cert": ("the client certificate", "openssl x509 -inform DER -in CERT -out cert.pem"),
+    "--etcd-key": ("the client's private key", "openssl pkey -inform DER -in KEY -out key.pem"),
+}
+
+
+def _path(path: str) -> str:
+    return shown(path, SHOWN_PATH_CHARACTERS)
+
+
+def _read_pem(flag: str, path: str) -> bytes | None:
+    """The file's bytes, once they look like PEM (gRPC's own complaint is pages of C-core log and a wrong cause)."""
+    if not path:
+        return None
+    try:
+        with open(Path(path).expanduser(), "rb") as pem:
+            data = pem.read(PEM_MAX_BYTES + 1)
+    except OSError as error:
+        raise SettingsError(
+            f"{flag}: cannot read {_path(path)} ({error.strerror}); give the path of a PEM file"
+        ) from None
+    what, convert = _PEM_KINDS[flag]
+    if len(data) > PEM_MAX_BYTES:
+        raise SettingsError(f"{flag}: {_path(path)} is larger than {PEM_MAX_BYTES} bytes; give {what} as a PEM file")
+    if b"-----BEGIN " not in data:
+        raise SettingsError(
+            f"{flag}: {_path(path)} is not PEM (no '-----BEGIN ' line); give {what} in PEM, converted from DER "
+            f"with: {convert}"
+        )
+    return data
+
+
+class _EncryptedKey(Exception):
+    pass
+
+
+def _no_passphrase() -> bytes:
+    raise _EncryptedKey
+
+
+def _ssl_reason(error: ssl.SSLError) -> str:
+    return error.reason or error.strerror or str(error)
+
+
+def _check_tls_files(cacert: str, cert: str, key: str) -> None:
+    """The CA holds certificates, and the client's key belongs to its certificate, as OpenSSL reads them."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if cacert:
+        try:
+            context.load_verify_locations(cafile=str(Path(cacert).expanduser()))
+        except ssl.SSLError as error:
+            raise SettingsError(
+                f"--etcd-cacert: {_path(cacert)} holds no certificate OpenSSL can read ({_ssl_reason(error)}); give "
+                "the PEM certificate of the CA that signs the servers' certificates"
+            ) from None
+    if cert and key:
+        try:
+            context.load_cert_chain(str(Path(cert).expanduser()), str(Path(key).expanduser()), password=_no_passphrase)
+        except _EncryptedKey:
+            raise SettingsError(
+                f"--etcd-key: {_path(key)} is encrypted and gRPC takes no passphrase; decrypt it with: "
+                "openssl pkey -in KEY -out key.pem"
+            ) from None
+        except ssl.SSLError as error:
+            reason = _ssl_reason(error)
+            if reason == "KEY_VALUES_MISMATCH":
+                raise SettingsError(
+                    f"--etcd-cert and --etcd-key: {_path(key)} is not the key of the certificate {_path(cert)} "
+                    f"({reason}); give the key that belongs to it"
+                ) from None
+            raise SettingsError(
+                f"--etcd-cert and --etcd-key: the certificate {_path(cert)} and the key {_path(key)} cannot be "
+                f"loaded together ({reason}); give a PEM certificate and its unencrypted PEM key"
+            ) from None
+
+
+def _credentials(options: argparse.Namespace, endpoints: list[Endpoint], user: str, password: str) -> Credentials:
+    files = {
+        flag: path
+        for flag, path in (
+            ("--etcd-cacert", options.etcd_cacert),
+            ("--etcd-cert", options.etcd_cert),
+            ("--etcd-key", options.etcd_key),
+        )
+        if path
+    }
+    if bool(options.etcd_cert) != bool(options.etcd_key):
+        raise SettingsError("--etcd-cert and --etcd-key: mutual TLS needs both the certificate and its key")
+    if files and not any(endpoint.secure for endpoint in endpoints):
+        where = (
+            "--etcd-endpoints lists only http:// ones"
+            if endpoints
+            else "without --etcd-endpoints the tool starts a local etcd, which is plain http"
+        )
+        raise SettingsError(
+            f"{' and '.join(files)}: TLS files are for https:// endpoints, and {where}; give https://HOST:PORT "
+            f"endpoints or leave {'them' if len(files) > 1 else 'it'} out"
+        )
+    credentials = Credentials(
+        root_certificates=_read_pem("--etcd-cacert", options.etcd_cacert),
+        certificate_chain=_read_pem("--etcd-cert", options.etcd_cert),
+        private_key=_read_pem("--etcd-key", options.etcd_key),
+        user=user,
+        password=password,
+    )
+    _check_tls_files(options.etcd_cacert, options.etcd_cert, options.etcd_key)
+    return credentials
 
 
 MIX_OPERATIONS = ("put", "range", "range/linearizable", "range/serializable", "delete", "txn-put")
@@ -350,14 +588,17 @@ def parse_mix(text: str) -> tuple[tuple[str, float], ...]:
             value = float(weight)
         except ValueError:
             value = -1.0
-        if name not in MIX_OPERATIONS or value < 0:
+        if name not in MIX_OPERATIONS or not math.isfinite(value) or value < 0:
             raise SettingsError(
-                f"--etcd-mix: {item!r} is not NAME:WEIGHT with a weight of zero or more and a name among "
+                f"--etcd-mix: {shown(item)} is not NAME:WEIGHT with a finite weight of zero or more and a name among "
                 f"{', '.join(MIX_OPERATIONS)}"
             )
         mix.append((name, value))
-    if not mix or sum(weight for _, weight in mix) <= 0:
+    total = sum(weight for _, weight in mix)
+    if not mix or total <= 0:
         raise SettingsError("--etcd-mix: give at least one operation with a positive weight, e.g. put:45,range:30")
+    if not math.isfinite(total):
+        raise SettingsError("--etcd-mix: the weights add up to more than a number holds; give e.g. put:45,range:30")
     return tuple(mix)
 
 
@@ -365,53 +606,52 @@ def _txn_ops(value: int, key_space_size: int) -> int:
     _positive("--etcd-txn-ops", value)
     if value > key_space_size:
         raise SettingsError(
-            f"--etcd-txn-ops: {value} puts need as many distinct keys, but --etcd-key-space-size is {key_space_size}"
+            f"--etcd-txn-ops: {shown(value)} puts need as many distinct keys, but --etcd-key-space-size is "
+            f"{key_space_size}"
         )
     return value
 
 
 def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
-    """Validate the parsed ``--etcd-*`` options (also as the web UI sends them) into settings."""
+    """Validate the parsed ``--etcd-*`` options (also as the web UI sends them) into settings.
+
+    Each value is checked for what it means, not only for its type: finite numbers, sizes that fit in one etcd
+    request, lists without empty entries, URLs that parse, PEM files that OpenSSL loads, and a prefix that is a
+    directory. Bad input is one line (``SettingsError``) that names the option, quotes long input shortened.
+    """
+    prefix = parse_prefix(options.etcd_prefix)
+    for option in OPTIONS:
+        _text(option, getattr(options, option.dest, option.default))
     endpoints = parse_endpoints(options.etcd_endpoints)
     if options.etcd_local_members not in (1, 3):
-        raise SettingsError(f"--etcd-local-members: {options.etcd_local_members!r} is not 1 or 3")
+        raise SettingsError(f"--etcd-local-members: {shown(options.etcd_local_members)} is not 1 or 3")
     if options.etcd_target not in TARGETS:
-        raise SettingsError(f"--etcd-target: {options.etcd_target!r} is not one of: {', '.join(TARGETS)}")
+        raise SettingsError(f"--etcd-target: {shown(options.etcd_target)} is not one of: {', '.join(TARGETS)}")
     if options.etcd_consistency not in CONSISTENCIES:
-        raise SettingsError(f"--etcd-consistency: {options.etcd_consistency!r} is not 'l' or 's'")
-    prefix = options.etcd_prefix.encode()
-    if prefix.strip(b"/") == b"":
-        raise SettingsError(
-            f"--etcd-prefix: {options.etcd_prefix!r} would cover the whole key space; give a prefix such as "
-            f"{DEFAULT_PREFIX!r}"
-        )
+        raise SettingsError(f"--etcd-consistency: {shown(options.etcd_consistency)} is not 'l' or 's'")
     key_space_size = _positive("--etcd-key-space-size", options.etcd_key_space_size)
     counter_digits = len(str(key_space_size - 1))
     if options.etcd_key_size < len(prefix) + counter_digits:
         raise SettingsError(
-            f"--etcd-key-size: {options.etcd_key_size} is too small for the prefix {options.etcd_prefix!r} "
+            f"--etcd-key-size: {shown(options.etcd_key_size)} is too small for the prefix {shown(options.etcd_prefix)} "
             f"({len(prefix)} bytes) plus a {counter_digits}-digit key counter; use at least "
             f"{len(prefix) + counter_digits} or a shorter --etcd-prefix"
         )
     user, _, password = options.etcd_user.partition(":")
     if options.etcd_user and not (user and password):
         raise SettingsError("--etcd-user: expected NAME:PASSWORD")
-    if bool(options.etcd_cert) != bool(options.etcd_key):
-        raise SettingsError("--etcd-cert and --etcd-key: mutual TLS needs both the certificate and its key")
-    credentials = Credentials(
-        root_certificates=_read_pem("--etcd-cacert", options.etcd_cacert),
-        certificate_chain=_read_pem("--etcd-cert", options.etcd_cert),
-        private_key=_read_pem("--etcd-key", options.etcd_key),
-        user=user,
-        password=password,
-    )
+    val_size = _positive("--etcd-val-size", options.etcd_val_size, allow_zero=True)
+    txn_ops = _txn_ops(options.etcd_txn_ops, key_space_size)
+    max_request_bytes = _max_request_bytes(options.etcd_max_request_bytes)
+    _request_sizes(options.etcd_key_size, val_size, txn_ops, max_request_bytes, user)
+    credentials = _credentials(options, endpoints, user, password)
     return EtcdSettings(
         endpoints=tuple(endpoints),
         local_members=options.etcd_local_members,
         target=options.etcd_target,
         conns=_positive("--etcd-conns", options.etcd_conns),
         key_size=options.etcd_key_size,
-        val_size=_positive("--etcd-val-size", options.etcd_val_size, allow_zero=True),
+        val_size=val_size,
         key_space_size=key_space_size,
         sequential_keys=bool(options.etcd_sequential_keys),
         prefix=prefix,
@@ -419,8 +659,8 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
         cleanup=bool(options.etcd_cleanup),
         consistency=options.etcd_consistency,
         timeout=_positive("--etcd-timeout", options.etcd_timeout),
-        user_rate=_positive("--etcd-user-rate", options.etcd_user_rate, allow_zero=True),
-        txn_ops=_txn_ops(options.etcd_txn_ops, key_space_size),
+        user_rate=_user_rate(options.etcd_user_rate),
+        txn_ops=txn_ops,
         rw_ratio=_positive("--etcd-rw-ratio", options.etcd_rw_ratio, allow_zero=True),
         watch_streams=_positive("--etcd-watch-streams", options.etcd_watch_streams),
         watchers_per_stream=_positive("--etcd-watchers-per-stream", options.etcd_watchers_per_stream),
@@ -431,18 +671,18 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
         skip_preflight=bool(options.etcd_skip_preflight),
         sla=parse_gates(getattr(options, "etcd_sla", "")),
         compact_interval=_positive("--etcd-compact-interval", options.etcd_compact_interval, allow_zero=True),
-        max_request_bytes=_positive("--etcd-max-request-bytes", options.etcd_max_request_bytes),
+        max_request_bytes=max_request_bytes,
     )
 
 
 def _metrics_urls(text: str, endpoints: list[Endpoint]) -> tuple[str, ...]:
-    urls = tuple(part.strip() for part in text.split(",") if part.strip())
+    urls = tuple(_list_items("--etcd-metrics-urls", text, "URLs", "each client URL + /metrics"))
     if not urls:
         return ()
     for url in urls:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise SettingsError(f"--etcd-metrics-urls: {url!r} is not a URL; write http://HOST:PORT/metrics")
+        parts, _ = _url_parts(url)
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SettingsError(f"--etcd-metrics-urls: {shown(url)} is not a URL; write http://HOST:PORT/metrics")
     if endpoints and len(urls) != len(endpoints):
         raise SettingsError(
             f"--etcd-metrics-urls: {len(urls)} URLs for {len(endpoints)} --etcd-endpoints; give one per endpoint, "

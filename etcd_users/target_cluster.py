@@ -1,5 +1,6 @@
 """The cluster a run loads: the endpoints given, or a local etcd started for the run; checked before the load
-starts (every endpoint answers, the prefix is free) and cleaned after it (``--etcd-cleanup``).
+starts (every endpoint answers, the prefix is free, the user may write there) and cleaned after it
+(``--etcd-cleanup``).
 
 These checks run on the master (or the single process), which runs no users: each on a one-connection probe pool
 of its own.
@@ -8,11 +9,13 @@ of its own.
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import logging
+import shlex
 from dataclasses import replace
 
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
+from etcd_users.arguments import shown
 from etcd_users.cluster import LocalCluster
 from etcd_users.keys import prefix_range_end
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
@@ -45,7 +48,13 @@ class TargetCluster:
         cluster = LocalCluster(members=members)
         cluster.start()
         self.local = cluster
-        logger.info("started a local etcd (%d member%s): %s", members, "s" * (members > 1), ",".join(cluster.endpoints))
+        logger.info(
+            "started a local etcd (%d member%s): %s; %s",
+            members,
+            "s" * (members > 1),
+            ",".join(cluster.endpoints),
+            cluster.describe_space(),  # quota and auto-compaction (etcd_users.cluster)
+        )
         return cluster
 
     def stop_local(self) -> None:
@@ -67,19 +76,73 @@ def with_probe(settings: EtcdSettings, work):
         loop.run(probe.close)
 
 
-def _access_problem(error: grpc.aio.AioRpcError, settings: EtcdSettings) -> str:
+PERMISSION_DENIED = "etcdserver: permission denied"
+# put and deleted again at start, under the prefix: a user that may only read fails here, not on every request
+WRITE_CHECK_KEY = b"__write_check__"
+
+
+def _who(settings: EtcdSettings) -> str:
+    user = settings.credentials.user
+    return f"--etcd-user {user!r}" if user else "the user of the client certificate (--etcd-cert)"
+
+
+def _grant(settings: EtcdSettings, roles: tuple[str, ...]) -> str:
+    """How to let the user write the prefix: the command, with the user's role when etcd told it."""
+    prefix = shlex.quote(settings.prefix.decode(errors="replace"))
+    if len(roles) == 1:
+        whose = f"grant its role {roles[0]!r}"
+    elif roles:
+        whose = f"grant one of its roles ({', '.join(map(repr, roles))})"
+    else:
+        whose = "grant its role"
+    role = shlex.quote(roles[0]) if roles else "ROLE"
+    return f"{whose} readwrite on the prefix (etcdctl role grant-permission {role} --prefix readwrite {prefix})"
+
+
+def _access_problem(error: grpc.aio.AioRpcError, settings: EtcdSettings, roles: tuple[str, ...] = ()) -> str:
     """What an etcd refusal at start means for the options."""
-    prefix = settings.prefix.decode(errors="replace")
+    prefix = shown(settings.prefix.decode(errors="replace"))
     detail = error_detail(error)
     if detail == "etcdserver: user name is empty":
         return f"etcd has authentication enabled ({detail}); pass --etcd-user NAME:PASSWORD"
-    if detail == "etcdserver: permission denied":
+    if detail == PERMISSION_DENIED:
         return (
-            f"--etcd-user {settings.credentials.user!r} may not read and write {prefix!r} ({detail}); grant its role "
-            f"readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite {prefix!r}) or use "
+            f"{_who(settings)} may not read and write {prefix} ({detail}); {_grant(settings, roles)} or use "
             "another --etcd-prefix"
         )
-    return f"etcd refused the start-up check under {prefix!r}: {detail}"
+    return f"etcd refused the start-up check under {prefix}: {detail}"
+
+
+def _write_problem(error: grpc.aio.AioRpcError, settings: EtcdSettings, roles: tuple[str, ...]) -> str:
+    """What a refused write at start means: the run's puts would all fail the same way."""
+    prefix = shown(settings.prefix.decode(errors="replace"))
+    detail = error_detail(error)
+    if detail == PERMISSION_DENIED:
+        return (
+            f"{_who(settings)} may read {prefix} but not write it ({detail}), and every workload writes (reads "
+            f"first write their key space); {_grant(settings, roles)} or use another --etcd-prefix"
+        )
+    if "database space exceeded" in detail:
+        return (
+            f"etcd refused a write under {prefix} at start ({detail}): its db is full; compact and defragment it "
+            "and disarm the alarm (etcdctl alarm disarm), or raise its --quota-backend-bytes"
+        )
+    return f"etcd refused a write under {prefix} at start: {detail}"
+
+
+async def _roles(pool: EndpointPool) -> tuple[str, ...]:
+    """The roles of --etcd-user, which etcd tells a user about itself; () when it does not."""
+    user = pool.settings.credentials.user
+    if not user:
+        return ()
+    connection = pool.next_connection()
+    try:
+        response = await connection.auth.UserGet(
+            rpc_pb2.AuthUserGetRequest(name=user), timeout=pool.settings.timeout, metadata=connection.metadata
+        )
+    except grpc.aio.AioRpcError:
+        return ()
+    return tuple(response.roles)
 
 
 async def _count_prefix(pool: EndpointPool) -> int:
@@ -91,6 +154,37 @@ async def _count_prefix(pool: EndpointPool) -> int:
         metadata=connection.metadata,
     )
     return response.count
+
+
+async def _write_check(pool: EndpointPool) -> None:
+    """Put one key under the prefix and delete it: what every run does first, tried once at start."""
+    settings = pool.settings
+    key = settings.prefix + WRITE_CHECK_KEY
+    connection = pool.next_connection()
+    await connection.kv.Put(
+        rpc_pb2.PutRequest(key=key, value=b""), timeout=settings.timeout, metadata=connection.metadata
+    )
+    await connection.kv.DeleteRange(
+        rpc_pb2.DeleteRangeRequest(key=key), timeout=settings.timeout, metadata=connection.metadata
+    )
+
+
+async def _check_prefix(pool: EndpointPool) -> int:
+    """The keys under the prefix; when the run may go on among them (or there are none), a write there too."""
+    settings = pool.settings
+    try:
+        existing = await _count_prefix(pool)
+    except grpc.aio.AioRpcError as error:
+        if error_detail(error) != PERMISSION_DENIED:
+            raise
+        raise EndpointError(_access_problem(error, settings, await _roles(pool))) from None
+    if existing and not settings.allow_existing:
+        return existing
+    try:
+        await _write_check(pool)
+    except grpc.aio.AioRpcError as error:
+        raise EndpointError(_write_problem(error, settings, await _roles(pool))) from None
+    return existing
 
 
 async def _delete_prefix(pool: EndpointPool) -> int:
@@ -105,13 +199,19 @@ async def _delete_prefix(pool: EndpointPool) -> int:
 
 
 def check_prefix_free(settings: EtcdSettings) -> None:
-    """The endpoints answer (and the leader is known), and the prefix is free unless --etcd-allow-existing."""
-    existing = with_probe(settings, _count_prefix)
+    """The endpoints answer (and the leader is known), the prefix is free unless --etcd-allow-existing, and the
+    user may write there (a put and a delete of ``PREFIX__write_check__``).
+
+    The prefix ends in '/' (``settings.parse_prefix``): the keys counted here are exactly those ``--etcd-cleanup``
+    and the suggested ``etcdctl del --prefix`` delete, none of a neighbouring application's.
+    """
+    existing = with_probe(settings, _check_prefix)
     if existing and not settings.allow_existing:
         prefix = settings.prefix.decode(errors="replace")
         raise SettingsError(
-            f"--etcd-prefix: {prefix!r} already holds {existing} keys; pass --etcd-allow-existing to run among them, "
-            f"choose another --etcd-prefix, or delete them (etcdctl del --prefix {prefix!r})"
+            f"--etcd-prefix: {shown(prefix)} already holds {existing} key{'s' * (existing != 1)}; pass "
+            "--etcd-allow-existing to run among them, choose another --etcd-prefix, or delete them "
+            f"(etcdctl del --prefix {shlex.quote(prefix) if len(prefix) <= 200 else 'PREFIX'})"
         )
 
 

@@ -2,12 +2,22 @@
 
 Locust calls ``tick()`` about once a second on the master (or the local runner), never on workers. The plan
 is built from ``--shape-*`` options on the first tick of each run, so values edited in the web UI apply to
-the next run. With ``--csv PREFIX`` the plan and the time each level was entered go to ``PREFIX_shape.json``
-for the analysis (to drop the warm-up and compare planned with achieved QPS).
+the next run. With ``--csv PREFIX`` the plan, the time each level was entered and the time its users were all
+running go to ``PREFIX_shape.json`` for the analysis (to drop the warm-up, and to measure and judge each level over
+its steady part: ``python -m analysis PREFIX`` prints a table per level).
+
+A level's ``running_at`` is taken from Locust's ``spawning_complete`` event, not from ``tick()``: the event fires
+the moment the runner has spawned (or stopped) the last user of the count the tick asked for (on the master, once
+every worker has reported its users), where a tick would see it up to a second late. The master also fires it when
+the workers' reports do not come in time; then the runner's user count is still short, and the first tick that sees
+it complete marks the level (up to a second late, so its window only gets shorter). A level whose users equal the
+previous level's, already all running, is running from its entry. The failure labels Locust counted between that
+moment and the level's end go with it (``errors``), since Locust's own failures file is not split in time.
 """
 
 from locust import LoadTestShape, events
 from locust.runners import WorkerRunner
+from locust.stats import StatsError
 
 import json
 import logging
@@ -24,6 +34,8 @@ logger = logging.getLogger(__name__)
 
 QUANTISATION_WARNING = 0.1
 """Warn when rounding QPS up to whole users overshoots a level's target by more than this share."""
+RECORDED_ERRORS = 20
+"""The most frequent failure labels kept per level in the record."""
 
 _NOT_STARTED = object()
 
@@ -40,9 +52,14 @@ class PlannedShape(LoadTestShape):
         self._run = _NOT_STARTED
         self._index: int | None = None
         self._entered_at: list[float | None] = []
+        self._running_at: list[float | None] = []
+        self._errors_at_running: list[dict[tuple[str, str], int] | None] = []
+        self._level_errors: list[list[dict] | None] = []
+        self._sla: str | None = None
         self._started_at: float | None = None
         self._ended_at: float | None = None
         self._json_failed = False
+        self._listening = False
 
     @abstractmethod
     def build_plan(self, settings: ShapeSettings) -> list[Level]:
@@ -102,6 +119,10 @@ class PlannedShape(LoadTestShape):
             return None
         if index != self._index:
             self._enter(index, t)
+        elif self._running_at[index] is None and self._runner_users() == self.plan[index].users:
+            # the master's spawning_complete can fire before every worker reported its users: then the tick tells
+            self._mark_running(index, time.time())
+            self._write_record()
         level = self.plan[index]
         return level.users, level.spawn_rate
 
@@ -111,8 +132,13 @@ class PlannedShape(LoadTestShape):
         self._run = run
         self._index = None
         self._entered_at = [None] * len(plan)
+        self._running_at = [None] * len(plan)
+        self._errors_at_running = [None] * len(plan)
+        self._level_errors = [None] * len(plan)
+        self._sla = getattr(self.parsed_options, "etcd_sla", None) or None
         self._started_at = time.time() - self.get_run_time()
         self._ended_at = None
+        self._listen()
         rate = f"{settings.user_rate:g} requests/s per user" if settings.user_rate > 0 else "closed-loop users"
         logger.info("shape: %s plan: %d levels, %g s, %s", type(self).__name__, len(plan), plan_duration(plan), rate)
         logger.debug("shape: plan\n%s", format_plan(plan, settings.user_rate))
@@ -120,10 +146,69 @@ class PlannedShape(LoadTestShape):
             logger.warning("%s", warning)
         self._write_record()
 
-    def _enter(self, index: int, t: float) -> None:
-        self._index = index
-        self._entered_at[index] = time.time()
+    def _listen(self) -> None:
+        """Hear Locust's ``spawning_complete`` (once per shape: the listener serves every later run too)."""
+        event = getattr(getattr(getattr(self.runner, "environment", None), "events", None), "spawning_complete", None)
+        if self._listening or event is None:
+            return
+        event.add_listener(self._on_spawning_complete)
+        self._listening = True
+
+    def _on_spawning_complete(self, user_count: int, **_kwargs) -> None:
+        """The runner reached ``user_count`` users: if that is the current level's count, the level is running."""
+        index = self._index
+        if index is None or self._ended_at is not None or self._running_at[index] is not None:
+            return
+        users = self.plan[index].users
+        if user_count == users and self._runner_users() in (None, users):
+            self._mark_running(index, time.time())
+            self._write_record()
+
+    def _runner_users(self) -> int | None:
+        """The users the runner has (on the master: as its workers reported them); None when it cannot tell."""
+        count = getattr(self.runner, "user_count", None)
+        return count if isinstance(count, int) else None
+
+    def _mark_running(self, index: int, when: float) -> None:
+        self._running_at[index] = when
+        self._errors_at_running[index] = self._error_counts()
         level = self.plan[index]
+        logger.debug("shape: all %d users of level '%s' running", level.users, level.name)
+
+    def _close_level(self, index: int | None) -> None:
+        """Record the failures counted from the level's users all running to now, its end."""
+        if index is None or self._errors_at_running[index] is None:
+            return
+        now = self._error_counts()
+        if now is None:
+            return
+        before = self._errors_at_running[index]
+        grown = [(key, count - before.get(key, 0)) for key, count in now.items() if count > before.get(key, 0)]
+        grown.sort(key=lambda item: (-item[1], item[0]))
+        self._level_errors[index] = [
+            {"name": name, "error": error, "occurrences": count} for (name, error), count in grown[:RECORDED_ERRORS]
+        ]
+
+    def _error_counts(self) -> dict[tuple[str, str], int] | None:
+        """Locust's failures so far by request name and error text (the master's merged stats); None without stats."""
+        errors = getattr(getattr(self.runner, "stats", None), "errors", None)
+        if errors is None:
+            return None
+        counts: dict[tuple[str, str], int] = {}
+        for entry in list(errors.values()):
+            key = (entry.name, StatsError.parse_error(entry.error))
+            counts[key] = counts.get(key, 0) + entry.occurrences
+        return counts
+
+    def _enter(self, index: int, t: float) -> None:
+        previous = self._index
+        now = time.time()
+        self._close_level(previous)
+        self._index = index
+        self._entered_at[index] = now
+        level = self.plan[index]
+        if previous is not None and self._running_at[previous] is not None and self.plan[previous].users == level.users:
+            self._mark_running(index, now)  # nothing to spawn: its users are already all running
         logger.info(
             "shape: level %d/%d '%s' at %.1fs: %s", index + 1, len(self.plan), level.name, t, self._load_text(level)
         )
@@ -132,6 +217,7 @@ class PlannedShape(LoadTestShape):
     def _finish(self, t: float) -> None:
         if self._ended_at is not None:
             return
+        self._close_level(self._index)
         self._index = None
         self._ended_at = time.time()
         logger.info("shape: plan complete at %.1fs, stopping", t)
@@ -147,16 +233,21 @@ class PlannedShape(LoadTestShape):
         return load + (" (warm-up, not measured)" if level.warmup else "")
 
     def shape_record(self) -> dict:
-        """What ``PREFIX_shape.json`` holds: the plan, when the run started and when each level was entered."""
+        """What ``PREFIX_shape.json`` holds: the plan, when the run started, the run's ``--etcd-sla`` gates, and per
+        level when it was entered (``started_at``), when its users were all running (``running_at``, None until
+        then) and the failure labels Locust counted from then to its end (``errors``, None until it ends)."""
         return {
             "shape": type(self).__name__,
             "started_at": self._started_at,
             "warmup_end": self._warmup_end(),
             "ended_at": self._ended_at,
             "user_rate": self.settings.user_rate if self.settings else None,
+            "sla": self._sla,
             "levels": [
-                {**level.to_dict(), "started_at": entered}
-                for level, entered in zip(self.plan, self._entered_at, strict=True)
+                {**level.to_dict(), "started_at": entered, "running_at": running, "errors": errors}
+                for level, entered, running, errors in zip(
+                    self.plan, self._entered_at, self._running_at, self._level_errors, strict=True
+                )
             ],
         }
 

@@ -11,9 +11,14 @@ import math
 import sys
 from dataclasses import dataclass
 
-from etcd_users.arguments import Option, add_option_group, reference_table
+from etcd_users.arguments import Option, add_option_group, reference_table, shown
 
 GROUP_TITLE = "etcd load shapes"
+# Bounds of what a plan can mean: Locust spawns every user of a level (a greenlet each) and the shape ticks once a
+# second, so beyond these a plan hangs the master or never ends rather than runs.
+MAX_USERS = 1_000_000
+MAX_LEVELS = 10_000
+MAX_SECONDS = 366 * 24 * 3600  # a year
 
 
 OPTIONS = (
@@ -103,22 +108,22 @@ class ShapeSettings:
 
         settings = cls(
             baseline_qps=_int("--shape-baseline-qps", get("shape_baseline_qps"), minimum=1),
-            baseline_time=_int("--shape-baseline-time", get("shape_baseline_time"), minimum=0),
+            baseline_time=_seconds("--shape-baseline-time", get("shape_baseline_time"), minimum=0),
             step_qps=_int("--shape-step-qps", get("shape_step_qps"), minimum=1),
-            step_time=_int("--shape-step-time", get("shape_step_time"), minimum=1),
+            step_time=_seconds("--shape-step-time", get("shape_step_time"), minimum=1),
             max_qps=_int("--shape-max-qps", get("shape_max_qps"), minimum=1),
             spike_qps=_int("--shape-spike-qps", get("shape_spike_qps"), minimum=1),
-            spike_time=_int("--shape-spike-time", get("shape_spike_time"), minimum=0),
+            spike_time=_seconds("--shape-spike-time", get("shape_spike_time"), minimum=0),
             ladder=_ladder(get("shape_ladder")),
             sine_base=_float("--shape-sine-base", get("shape_sine_base"), minimum=0.0),
             sine_amplitude=_float("--shape-sine-amplitude", get("shape_sine_amplitude"), minimum=0.0),
-            sine_period=_int("--shape-sine-period", get("shape_sine_period"), minimum=1),
+            sine_period=_seconds("--shape-sine-period", get("shape_sine_period"), minimum=1),
             sine_cycles=_int("--shape-sine-cycles", get("shape_sine_cycles"), minimum=1),
             sine_jitter=_jitter(get("shape_sine_jitter")),
-            sine_step=_int("--shape-sine-step", get("shape_sine_step"), minimum=1),
+            sine_step=_seconds("--shape-sine-step", get("shape_sine_step"), minimum=1),
             seed=_int("--shape-seed", get("shape_seed")),
             time_scale=_float("--shape-time-scale", get("shape_time_scale"), minimum=0.0, exclusive=True),
-            warmup=_int("--shape-warmup", get("shape_warmup"), minimum=0),
+            warmup=_seconds("--shape-warmup", get("shape_warmup"), minimum=0),
             user_rate=_float(
                 "--etcd-user-rate",
                 getattr(parsed_options, "etcd_user_rate", 0.0) if parsed_options is not None else 0.0,
@@ -133,16 +138,25 @@ class ShapeSettings:
         return settings
 
 
-def _int(flag: str, value, minimum: int | None = None) -> int:
+def _int(flag: str, value, minimum: int | None = None, maximum: int | None = None, unit: str = "") -> int:
     try:
         number = int(value)
         if number != value and not isinstance(value, str):
             raise ValueError
-    except (TypeError, ValueError):
-        raise ShapeSettingsError(f"{flag}: {value!r} is not a whole number; give e.g. {_default_of(flag)!r}") from None
+    except (TypeError, ValueError, OverflowError):  # int(inf) overflows, int(nan) is a ValueError
+        raise ShapeSettingsError(
+            f"{flag}: {shown(value)} is not a whole number; give e.g. {_default_of(flag)!r}"
+        ) from None
     if minimum is not None and number < minimum:
-        raise ShapeSettingsError(f"{flag}: {number} must be {minimum} or more")
+        raise ShapeSettingsError(f"{flag}: {shown(number)} must be {minimum} or more")
+    if maximum is not None and number > maximum:
+        raise ShapeSettingsError(f"{flag}: {shown(number)} must be {maximum}{unit} or less")
     return number
+
+
+def _seconds(flag: str, value, minimum: int) -> int:
+    """A duration: whole seconds, at most a year (a longer plan is a typo, and never ends)."""
+    return _int(flag, value, minimum=minimum, maximum=MAX_SECONDS, unit=" s (a year)")
 
 
 def _float(flag: str, value, minimum: float | None = None, exclusive: bool = False) -> float:
@@ -151,7 +165,7 @@ def _float(flag: str, value, minimum: float | None = None, exclusive: bool = Fal
     except (TypeError, ValueError):
         number = math.nan
     if not math.isfinite(number):
-        raise ShapeSettingsError(f"{flag}: {value!r} is not a finite number; give e.g. {_default_of(flag)!r}")
+        raise ShapeSettingsError(f"{flag}: {shown(value)} is not a finite number; give e.g. {_default_of(flag)!r}")
     if minimum is not None and (number < minimum or (exclusive and number == minimum)):
         bound = f"greater than {minimum:g}" if exclusive else f"{minimum:g} or more"
         raise ShapeSettingsError(f"{flag}: {number:g} must be {bound}")
@@ -166,7 +180,14 @@ def _ladder(value) -> tuple[int, ...]:
         counts = ()
     if not counts or min(counts) < 1:
         raise ShapeSettingsError(
-            f"--shape-ladder: {text!r} is not a comma-separated list of user counts of 1 or more; "
+            f"--shape-ladder: {shown(text)} is not a comma-separated list of user counts of 1 or more; "
+            "give e.g. 1,200,2000,5000"
+        )
+    if len(counts) > MAX_LEVELS:
+        raise ShapeSettingsError(f"--shape-ladder: {len(counts)} rungs are more than {MAX_LEVELS} levels")
+    if max(counts) > MAX_USERS:
+        raise ShapeSettingsError(
+            f"--shape-ladder: a rung of {shown(max(counts))} users is more than {MAX_USERS} Locust users; "
             "give e.g. 1,200,2000,5000"
         )
     return counts
@@ -181,7 +202,7 @@ def _jitter(value) -> tuple[float, float]:
         low = high = math.nan
     if not (math.isfinite(low) and math.isfinite(high)) or low > high:
         raise ShapeSettingsError(
-            f"--shape-sine-jitter: {text!r} is not LOW,HIGH with LOW <= HIGH; "
+            f"--shape-sine-jitter: {shown(text)} is not LOW,HIGH with LOW <= HIGH; "
             "give e.g. --shape-sine-jitter=-8,12 (or 0,0 for no jitter)"
         )
     return low, high

@@ -19,7 +19,8 @@ import math
 import random
 from dataclasses import dataclass
 
-from shapes.options import ShapeSettings, ShapeSettingsError
+from etcd_users.arguments import shown
+from shapes.options import MAX_LEVELS, MAX_SECONDS, MAX_USERS, ShapeSettings, ShapeSettingsError
 
 RAMP_FRACTION = 0.1
 """Share of a level within which its user count is reached."""
@@ -106,6 +107,12 @@ def step_spike_plan(settings: ShapeSettings, shape_name: str = "StepSpikeShape")
     def qps_stage(name: str, seconds: float, qps: float, ramp_s: float | None = None) -> _Stage:
         return _Stage(name, scaled(seconds, scale), users_for_qps(qps, rate), float(qps), ramp_s)
 
+    steps = math.ceil(max(settings.max_qps - settings.baseline_qps, 0) / settings.step_qps)
+    if steps > MAX_LEVELS:
+        raise ShapeSettingsError(
+            f"--shape-step-qps: steps of {settings.step_qps} QPS from {settings.baseline_qps} to {settings.max_qps} "
+            f"make {steps} levels, more than {MAX_LEVELS}; take larger steps or a lower --shape-max-qps"
+        )
     stages = [qps_stage("baseline", settings.baseline_time, settings.baseline_qps)]
     qps = settings.baseline_qps
     while qps < settings.max_qps:
@@ -147,8 +154,14 @@ def sine_plan(settings: ShapeSettings, shape_name: str = "SineWaveShape") -> lis
     step = min(scaled(settings.sine_step, scale), total)
     rng = random.Random(settings.seed)
     low, high = settings.sine_jitter
+    levels = math.ceil(total / step - 1e-9)
+    if levels > MAX_LEVELS:
+        raise ShapeSettingsError(
+            f"--shape-sine-step: {settings.sine_step} s steps over {settings.sine_cycles} cycles of "
+            f"{settings.sine_period} s make {levels} levels, more than {MAX_LEVELS}; take longer steps or fewer cycles"
+        )
     stages = []
-    for i in range(math.ceil(total / step - 1e-9)):
+    for i in range(levels):
         start = i * step
         qps = sine_qps(settings, start / scale, rng.uniform(low, high))
         stages.append(_Stage(f"sine {i + 1}", min(step, total - start), users_for_qps(qps, rate), qps))
@@ -162,6 +175,7 @@ def _lay_out(stages: list[_Stage], settings: ShapeSettings) -> list[Level]:
         first = stages[0]
         warmup_s = scaled(settings.warmup, settings.time_scale)
         stages.insert(0, dataclasses.replace(first, name="warmup", duration_s=warmup_s, ramp_s=None, warmup=True))
+    _check_size(stages, settings)
     plan: list[Level] = []
     start = 0.0
     previous_users = 0
@@ -182,6 +196,28 @@ def _lay_out(stages: list[_Stage], settings: ShapeSettings) -> list[Level]:
         start = end
         previous_users = stage.users
     return plan
+
+
+def _check_size(stages: list[_Stage], settings: ShapeSettings) -> None:
+    """A plan Locust can run: no level beyond MAX_USERS users, and an end within a year."""
+    crowded = max(stages, key=lambda stage: stage.users, default=None)
+    if crowded is not None and crowded.users > MAX_USERS:
+        target = f"targets {crowded.qps:g} QPS, which at {settings.user_rate:g} requests/s per user takes"
+        raise ShapeSettingsError(
+            f"--etcd-user-rate: level '{crowded.name}' {target if crowded.qps else 'needs'} {shown(crowded.users)} "
+            f"users, more than {MAX_USERS}; raise --etcd-user-rate or lower the shape's QPS"
+        )
+    total = sum(stage.duration_s for stage in stages)
+    if not total <= MAX_SECONDS:
+        if settings.time_scale > 1:
+            raise ShapeSettingsError(
+                f"--shape-time-scale: {settings.time_scale:g} makes a plan of {total:g} s, more than a year "
+                f"({MAX_SECONDS} s); use a smaller scale"
+            )
+        raise ShapeSettingsError(
+            f"--shape-sine-cycles, --shape-*-time: the plan would last {total:g} s, more than a year "
+            f"({MAX_SECONDS} s); give fewer cycles or shorter durations"
+        )
 
 
 def level_index_at(plan: list[Level], t: float) -> int | None:

@@ -4,7 +4,9 @@
 - ``server_metrics``: every member's /metrics polled during the run into ``PREFIX_etcd_metrics.csv``;
 - ``exposition``: the reader of Prometheus' text format those pages are in;
 - ``sla``: the ``--etcd-sla`` gates judged on the exact latencies;
-- ``webui``: the etcd tabs of Locust's web UI.
+- ``webui``: the etcd tabs of Locust's web UI, and its start form;
+- ``end_of_run``: the exact latency table and the files written, printed after Locust's summary;
+- ``final_stats``: Locust's ``PREFIX_stats.csv`` (and history, failures, exceptions) completed at the end.
 
 ``etcd_users.plugin`` decides when each of them runs.
 """

@@ -57,6 +57,7 @@ class BurstResult:
     puts: int
     seconds: float
     error: str | None
+    deleted: bool = True  # the burst's keys were deleted again
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,7 @@ async def _status_and_burst(pool: EndpointPool, burst: bool) -> tuple[list[Membe
     except (grpc.aio.AioRpcError, asyncio.TimeoutError) as failure:
         error = error_label(failure)
     seconds = time.monotonic() - started
+    deleted = True
     try:
         connection = pool.next_connection()
         await connection.kv.DeleteRange(
@@ -183,10 +185,11 @@ async def _status_and_burst(pool: EndpointPool, burst: bool) -> tuple[list[Membe
             metadata=connection.metadata,
         )
     except (grpc.aio.AioRpcError, asyncio.TimeoutError) as failure:
+        deleted = False
         logger.warning(
             "pre-flight: could not delete the keys under %r: %s", prefix.decode(errors="replace"), error_label(failure)
         )
-    return statuses, BurstResult(puts, seconds, error)
+    return statuses, BurstResult(puts, seconds, error, deleted)
 
 
 def measure(settings: EtcdSettings, options, with_probe: Callable) -> list[MemberReport]:
@@ -204,13 +207,7 @@ def measure(settings: EtcdSettings, options, with_probe: Callable) -> list[Membe
         skipped = "no burst: no /metrics answered to measure it"
     statuses, result = with_probe(settings, functools.partial(_status_and_burst, burst=not skipped))
     if result is not None:
-        logger.info(
-            "pre-flight: %d puts of %d bytes under %r in %.2fs, deleted; WAL fsync P99 per member:",
-            result.puts,
-            len(BURST_VALUE),
-            (settings.prefix + BURST_SUBPREFIX).decode(errors="replace"),
-            result.seconds,
-        )
+        log_burst(result, (settings.prefix + BURST_SUBPREFIX).decode(errors="replace"))
         gevent.sleep(SETTLE_SECONDS)
         after = scraper.fetch_all(urls)
     else:
@@ -220,6 +217,29 @@ def measure(settings: EtcdSettings, options, with_probe: Callable) -> list[Membe
         member_report(member, by_url.get(member), first, last, result, skipped)
         for (member, _), first, last in zip(members, before, after, strict=True)
     ]
+
+
+def burst_line(result: BurstResult, prefix: str) -> tuple[int, str]:
+    """(log level, message) of the burst: what it wrote and deleted, or that it wrote nothing (no "0 puts …
+    deleted" for a burst whose first put failed)."""
+    if result.error and not result.puts:
+        return (
+            logging.WARNING,
+            f"pre-flight: the write burst under {prefix!r} failed at its first put ({result.error}); WAL fsync P99 "
+            "not measured",
+        )
+    stopped = f", then stopped ({result.error})" if result.error else ""
+    deleted = "deleted" if result.deleted else "not deleted"
+    return (
+        logging.INFO if not result.error and result.deleted else logging.WARNING,
+        f"pre-flight: {result.puts} puts of {len(BURST_VALUE)} bytes under {prefix!r} in {result.seconds:.2f}s"
+        f"{stopped}, {deleted}; WAL fsync P99 per member:",
+    )
+
+
+def log_burst(result: BurstResult, prefix: str) -> None:
+    level, message = burst_line(result, prefix)
+    logger.log(level, "%s", message)
 
 
 def report(settings: EtcdSettings, options, with_probe: Callable) -> list[MemberReport]:

@@ -3,8 +3,9 @@
 The client side says how long requests took; the server side says why: leader changes, proposals that pile up,
 the WAL fsync and backend commit latency of the disk, the db growing towards its quota, memory and CPU. The master
 (or the single process) polls every member every ``--etcd-metrics-interval`` seconds in a greenlet, over urllib on
-gevent's patched sockets, and appends one row per member per poll (see ``COLUMNS``). A member that does not answer
-gets a row with ``Error`` set; the run goes on.
+gevent's patched sockets, and with ``--csv`` appends one row per member per poll (see ``COLUMNS``). A member that does
+not answer gets a row with ``Error`` set; the run goes on. Each poll also feeds the run's watch of the db against its
+quota and of etcd's alarms (``reporting.space``), with or without ``--csv``.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -253,40 +254,55 @@ class Scraper:
 
 
 class MetricsPoller:
-    """Polls every member at a fixed period and appends their rows to the CSV file."""
+    """Polls every member at a fixed period, appends their rows to the CSV file (when there is one) and hands each
+    poll to ``watch`` (``watch.after_poll(timestamp, [(member, Scrape or error), …])``, ``watch.close()`` at stop)."""
 
-    def __init__(self, members: Sequence[tuple[str, str]], interval: float, scraper: Scraper, path: str) -> None:
+    def __init__(
+        self, members: Sequence[tuple[str, str]], interval: float, scraper: Scraper, path: str | None, watch=None
+    ) -> None:
         self.members = list(members)
         self.interval = interval
         self.scraper = scraper
         self.path = path
-        self._file: TextIO | None = open(path, "w", newline="")
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(COLUMNS)
-        self._file.flush()
+        self.watch = watch
+        self._stopped = False
+        self._file: TextIO | None = None
+        if path is not None:
+            self._file = open(path, "w", newline="")
+            self._writer = csv.writer(self._file)
+            self._writer.writerow(COLUMNS)
+            self._file.flush()
         self._previous: dict[str, Scrape] = {}
         self._failing: set[str] = set()
         self._greenlet: gevent.Greenlet | None = None
 
     def poll(self) -> None:
-        """One row per member, all with the same timestamp (when the poll began)."""
+        """One row per member, all with the same timestamp (when the poll began); then the watch's turn."""
         timestamp = time.time()
         results = self.scraper.fetch_all([url for _, url in self.members])
-        if self._file is None:
+        if self._stopped:
             return
         for (member, _), result in zip(self.members, results, strict=True):
             if isinstance(result, str):
-                self._writer.writerow(error_fields(timestamp, member, result))
+                self._write(error_fields(timestamp, member, result))
                 if member not in self._failing:
                     logger.warning("etcd metrics: %s did not answer (%s); the run goes on", member, result)
                     self._failing.add(member)
                 continue  # the next P99 covers the time since the last scrape that worked
-            self._writer.writerow(row_fields(timestamp, member, result, self._previous.get(member)))
+            self._write(row_fields(timestamp, member, result, self._previous.get(member)))
             self._previous[member] = result
             if member in self._failing:
                 logger.info("etcd metrics: %s answers again", member)
                 self._failing.discard(member)
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
+        if self.watch is not None:
+            members = [member for member, _ in self.members]
+            self.watch.after_poll(timestamp, list(zip(members, results, strict=True)))
+
+    def _write(self, row: list) -> None:
+        if self._file is not None:
+            self._writer.writerow(row)
 
     def _run(self) -> None:
         started = time.monotonic()
@@ -313,16 +329,19 @@ class MetricsPoller:
                 self.poll()
             except Exception as error:
                 logger.warning("etcd metrics: last poll failed: %s", one_line(error))
+        self._stopped = True
         if self._file is not None:
             self._file.close()
             self._file = None
+        if self.watch is not None:
+            self.watch.close()
 
 
-def start_polling(environment, settings: EtcdSettings) -> MetricsPoller | None:
-    """On the master or the single process at test start: a started poller when ``--csv`` and the interval ask for
-    one (the caller stops it), else None."""
+def start_polling(environment, settings: EtcdSettings, watch=None) -> MetricsPoller | None:
+    """On the master or the single process at test start: a started poller whenever ``--etcd-metrics-interval`` asks
+    for one (the caller stops it), writing ``PREFIX_etcd_metrics.csv`` with ``--csv PREFIX``; else None."""
     prefix = getattr(environment.parsed_options, "csv_prefix", None)
-    if not prefix or settings.metrics_interval <= 0 or not settings.endpoints:
+    if settings.metrics_interval <= 0 or not settings.endpoints:
         return None
     members = member_urls(settings)
     try:
@@ -331,16 +350,18 @@ def start_polling(environment, settings: EtcdSettings) -> MetricsPoller | None:
         )
         # short: a member that hangs must not hold up the others' rows for long
         scraper = Scraper(min(settings.timeout, max(1.0, settings.metrics_interval)), context)
-        poller = MetricsPoller(members, settings.metrics_interval, scraper, prefix + CSV_SUFFIX)
+        poller = MetricsPoller(
+            members, settings.metrics_interval, scraper, prefix + CSV_SUFFIX if prefix else None, watch
+        )
     except (OSError, ssl.SSLError) as error:
         logger.error("locust-etcd: no server metrics: %s", one_line(error))
         return None
     poller.start()
     logger.info(
-        "polling /metrics of %d member%s every %gs into %s",
+        "polling /metrics of %d member%s every %gs %s",
         len(members),
         "s" * (len(members) > 1),
         settings.metrics_interval,
-        poller.path,
+        f"into {poller.path}" if poller.path else "(db size against quota)",
     )
     return poller

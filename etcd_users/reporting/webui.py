@@ -4,13 +4,24 @@
   ``etcd_users.latency`` (count, failures, P50, P90, P99, P99.9, max in ms), with a CSV download of the same
   table in the columns of ``PREFIX_latency.csv``;
 - "etcd endpoints": the run's endpoints, one row per member, with the leader marked (from each member's
-  ``etcd_server_is_leader`` on /metrics, fetched in the background at most every ``ENDPOINTS_MAX_AGE_S``);
-- "etcd SLA": the ``--etcd-sla`` gates evaluated on the data so far.
+  ``etcd_server_is_leader`` on /metrics, fetched in the background at most every ``ENDPOINTS_MAX_AGE_S``) and the
+  leader changes it has seen since the run started (``etcd_server_leader_changes_seen_total`` counts the member's
+  first election too: a fresh cluster would show 1);
+- "etcd SLA": the ``--etcd-sla`` gates evaluated on the data so far, or how to add some.
+
+Latencies are shown in ms with 3 decimals everywhere (text, so 1.950 does not lose its zero beside 4.251).
 
 The tabs are declared once in ``web_ui.template_args`` (``extended_tabs``, ``extended_tables``,
 ``extended_csv_files``), and their rows ride on the ``/stats/requests`` JSON the page polls every 2 s, under
 ``extended_stats``. The start form's secret options (``--etcd-user``, ``--etcd-key``) are sent to the browser as
 a placeholder, never in clear; a form that sends the placeholder back keeps the value in use.
+
+The start form (``template_args``, rebuilt by Locust on each page load): the ``--etcd-*`` options first, in the order
+of ``etcd_users.settings.OPTIONS`` (endpoints, target, SLA, …), then the others (the shapes'); choices as drop-downs
+(``etcd_users.arguments``); each option's whole help (a little CSS, ``FORM_CSS``: Locust's labels are cut to one
+line with "…"); the class picker (``--class-picker``) ticks ``EtcdPutUser`` alone, on the first form as after *New*,
+and a start with no class ticked is refused rather than run with all of them. An *Edit* of a running test keeps its
+classes. The header shows the endpoints as the host (``etcd_users.plugin`` sets it).
 """
 
 import io
@@ -21,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
-from flask import make_response, request
+from flask import jsonify, make_response, request
 from werkzeug.datastructures import ImmutableMultiDict
 
 from etcd_users.latency.recorder import LatencyRecorder
@@ -29,6 +40,7 @@ from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
 from etcd_users.reporting import server_metrics, sla
 from etcd_users.settings import OPTIONS, EtcdSettings, SlaError, parse_gates
+from etcd_users.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +50,25 @@ SLA_TAB = "etcd-sla"
 CSV_ROUTE = "/etcd/latency/csv"
 SECRET_PLACEHOLDER = "********"
 SECRET_DESTS = frozenset(option.dest for option in OPTIONS if option.secret)
+FORM_ORDER = tuple(option.dest for option in OPTIONS)  # the form's first fields, in this order
+RUNNING_STATES = ("spawning", "running")  # locust.runners' STATE_SPAWNING and STATE_RUNNING
+LEADER_CHANGES = "etcd_server_leader_changes_seen_total"  # counts the member's first election too
+SLA_HINT = (
+    "No gates: type them into the start form's Etcd Sla field (New), or give --etcd-sla, e.g. "
+    "put:p99<15ms,errors<0.1%,qps>1000"
+)
+# Locust's form labels each field with its option's help, cut to one line with "…" (MUI's InputLabel): within the
+# custom parameters, let the label wrap above its field, and close the outline's notch it no longer sits in. The
+# class picker's select-all box goes: it ticks the classes the form starts with (DEFAULT_CLASS), not all of them.
+FORM_CSS = """
+.MuiTableHead-root:has(.MuiCheckbox-root) { display: none; }
+.MuiAccordionDetails-root .MuiFormControl-root > .MuiInputLabel-root {
+  position: static; transform: none; white-space: normal; overflow: visible; text-overflow: clip;
+  max-width: none; margin-bottom: 6px; line-height: 1.35;
+}
+.MuiAccordionDetails-root .MuiOutlinedInput-notchedOutline > legend { max-width: 0.01px; padding: 0; }
+.MuiAccordionDetails-root .MuiOutlinedInput-notchedOutline { top: 0; }
+"""
 
 ENDPOINTS_MAX_AGE_S = 5.0
 ENDPOINTS_TIMEOUT_S = 2.0  # per /metrics page: a hung member shows as unreachable, never holds up the page
@@ -71,7 +102,7 @@ TABLES = [
             {"key": "role", "title": "Role"},
             {"key": "load", "title": "Receives requests"},
             {"key": "conns", "title": "Connections per process"},
-            {"key": "leaderchanges", "title": "Leader changes seen"},
+            {"key": "leaderchanges", "title": "Leader changes since the run started"},
             {"key": "checked", "title": "Checked"},
         ],
     },
@@ -86,8 +117,8 @@ TABLES = [
 ]
 
 
-def _ms(value: float | None) -> float | str:
-    return "" if value is None else round(value, 3)
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
 
 
 def latency_rows(rows: list[LatencyRow]) -> list[dict[str, Any]]:
@@ -117,6 +148,8 @@ def latency_csv(recorder: LatencyRecorder) -> str:
 
 
 def sla_rows(results: list[sla.Result]) -> list[dict[str, str]]:
+    if not results:
+        return [{"name": SLA_HINT, "measured": "", "verdict": ""}]
     return [
         {
             "name": f"{result.gate.label} {result.gate.limit}",
@@ -127,9 +160,24 @@ def sla_rows(results: list[sla.Result]) -> list[dict[str, str]]:
     ]
 
 
-def endpoint_rows(settings, scrapes: list, checked_at: float, now: float) -> list[dict[str, Any]]:
-    """One row per member from its /metrics scrape (or why it failed; None: not yet), the leader marked."""
+def leader_changes(scrapes: list, baselines: dict[str, float], urls: list[str]) -> None:
+    """Take each member's first count of the run as its baseline (in place); a count below it, the member's own
+    restart, starts a new one."""
+    for url, scrape in zip(urls, scrapes, strict=True):
+        if scrape is None or isinstance(scrape, str):
+            continue
+        count = scrape.values.get(LEADER_CHANGES, 0.0)
+        if url not in baselines or count < baselines[url]:
+            baselines[url] = count
+
+
+def endpoint_rows(
+    settings, scrapes: list, checked_at: float, now: float, baselines: dict[str, float] | None = None
+) -> list[dict[str, Any]]:
+    """One row per member from its /metrics scrape (or why it failed; None: not yet), the leader marked, and the
+    leader changes it has seen since its ``baselines`` count (the run's start; none given: since it started)."""
     age = f"{max(0.0, now - checked_at):.0f}s ago" if checked_at else ""
+    baselines = baselines or {}
     rows = []
     for (url, _), scrape in zip(server_metrics.member_urls(settings), scrapes, strict=True):
         if scrape is None:
@@ -144,7 +192,7 @@ def endpoint_rows(settings, scrapes: list, checked_at: float, now: float) -> lis
                 role = "no leader"
             else:
                 role = "follower"
-            changes = int(values.get("etcd_server_leader_changes_seen_total", 0))
+            changes = int(max(0.0, values.get(LEADER_CHANGES, 0.0) - baselines.get(url, 0.0)))
         if settings.target == "leader":
             load = "yes" if role == "leader" else "no"
         else:
@@ -158,16 +206,32 @@ def endpoint_rows(settings, scrapes: list, checked_at: float, now: float) -> lis
 class EtcdTabs:
     """The data behind the tabs of one web UI (on the master or the single process)."""
 
-    def __init__(self, environment, recorder: LatencyRecorder, run_settings: Callable[[], EtcdSettings | None]) -> None:
+    def __init__(
+        self,
+        environment,
+        recorder: LatencyRecorder,
+        run_settings: Callable[[], EtcdSettings | None],
+        alarm: Callable[[], str | None] = lambda: None,
+    ) -> None:
         self.environment = environment
         self.recorder = recorder
         self.run_settings = run_settings  # the master's settings of the current run, None before it has any
+        self.alarm = alarm  # etcd's NOSPACE alarm as the run knows it, one line; None without one
         self._endpoint_settings = None
         self._endpoint_scrapes: list = []
         self._endpoints_at = 0.0  # time.time() of the last scrape
         self._endpoints_job: gevent.Greenlet | None = None
+        self._leader_changes_at_start: dict[str, float] = {}  # per member URL, its count when the run started
         self._stats: list[dict[str, Any]] | None = None
         self._stats_at = 0.0
+
+    def on_test_start(self) -> None:
+        """A run starts: count leader changes from now (the next scrape's counts), and scrape at once."""
+        self._leader_changes_at_start = {}
+        self._stats = None
+        settings = self.run_settings()
+        if settings is not None and settings.endpoints and (self._endpoints_job is None or self._endpoints_job.ready()):
+            self._endpoints_job = gevent.spawn(self._refresh_endpoints, settings)
 
     # -- endpoints: refreshed in the background, read from the cache --
 
@@ -181,10 +245,21 @@ class EtcdTabs:
             scrapes = scraper.fetch_all([url for _, url in members])
         except Exception as error:  # a background look-up: the table says why, the UI goes on
             scrapes = [server_metrics.one_line(error)] * len(settings.endpoints)
+        if settings != self._endpoint_settings:
+            self._leader_changes_at_start = {}  # other members, or the same with other options: count from here
+        leader_changes(scrapes, self._leader_changes_at_start, [url for url, _ in server_metrics.member_urls(settings)])
         self._endpoint_settings, self._endpoint_scrapes = settings, scrapes
         self._endpoints_at = time.time()
 
     def endpoints(self) -> list[dict[str, Any]]:
+        alarm = self.alarm()
+        # etcd refuses every write until the alarm is disarmed: the first row says so, above the members
+        alarm_rows = [dict.fromkeys(("load", "conns", "leaderchanges", "checked"), "")] if alarm else []
+        for row in alarm_rows:
+            row.update(name="ALARM", role=alarm)
+        return alarm_rows + self._member_rows()
+
+    def _member_rows(self) -> list[dict[str, Any]]:
         settings = self.run_settings()
         if settings is None or not settings.endpoints:
             return []
@@ -193,7 +268,9 @@ class EtcdTabs:
             self._endpoints_job = gevent.spawn(self._refresh_endpoints, settings)
         if settings != self._endpoint_settings:
             return endpoint_rows(settings, [None] * len(settings.endpoints), 0.0, time.time())
-        return endpoint_rows(settings, self._endpoint_scrapes, self._endpoints_at, time.time())
+        return endpoint_rows(
+            settings, self._endpoint_scrapes, self._endpoints_at, time.time(), self._leader_changes_at_start
+        )
 
     # -- the JSON of /stats/requests --
 
@@ -202,7 +279,7 @@ class EtcdTabs:
             gates = parse_gates(getattr(self.environment.parsed_options, "etcd_sla", "") or "")
         except SlaError as error:  # typed into the form; the run itself refuses it at start
             return [{"name": "--etcd-sla", "measured": str(error), "verdict": "invalid"}]
-        return sla_rows(sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder))) if gates else []
+        return sla_rows(sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else [])
 
     def extended_stats(self) -> list[dict[str, Any]]:
         now = time.monotonic()
@@ -222,15 +299,45 @@ def _mask_secrets(template_args: dict[str, Any]) -> None:
             option["default_value"] = SECRET_PLACEHOLDER
 
 
+def shape_form(template_args: dict[str, Any], named: list[str] | None) -> None:
+    """The start form as ``template_args`` gives it to the page: options in order, the classes to tick (in place).
+
+    The page ticks every class of ``available_user_classes`` and lists those of ``users``: keep the list whole and
+    tick the classes named on the command line, or ``DEFAULT_CLASS``.
+    """
+    extra = template_args.get("extra_options") or {}
+    first = [dest for dest in FORM_ORDER if dest in extra]
+    template_args["extra_options"] = {dest: extra[dest] for dest in [*first, *(d for d in extra if d not in first)]}
+    users = template_args.get("users") or {}
+    if users:
+        template_args["users"] = {name: users[name] for name in sorted(users)}
+    available = template_args.get("available_user_classes") or []
+    ticked = [name for name in named or () if name in available]
+    if not ticked and DEFAULT_CLASS in available:
+        ticked = [DEFAULT_CLASS]
+    if ticked:
+        template_args["available_user_classes"] = ticked
+
+
+def _with_form_css(html: str) -> str:
+    return html.replace("</head>", f"<style>{FORM_CSS}</style></head>", 1)
+
+
 def install(
-    environment, web_ui, recorder: LatencyRecorder, run_settings: Callable[[], EtcdSettings | None]
+    environment,
+    web_ui,
+    recorder: LatencyRecorder,
+    run_settings: Callable[[], EtcdSettings | None],
+    alarm: Callable[[], str | None] = lambda: None,
 ) -> EtcdTabs:
     """Declare the tabs and hook the routes of ``web_ui``."""
-    tabs = EtcdTabs(environment, recorder, run_settings)
+    tabs = EtcdTabs(environment, recorder, run_settings, alarm)
     base = getattr(environment.parsed_options, "web_base_path", "") or ""
     web_ui.template_args["extended_tabs"] = TABS
     web_ui.template_args["extended_tables"] = TABLES
     web_ui.template_args["extended_csv_files"] = [{"href": f".{CSV_ROUTE}", "title": "Download exact etcd latency CSV"}]
+    # the page lists the form's options in the order of template_args, which Jinja's tojson would sort a-z
+    web_ui.app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
     # Locust rebuilds the form's options (secrets in clear) on every page load: mask them after each rebuild
     rebuild = web_ui.update_template_args
@@ -238,12 +345,15 @@ def install(
     def update_template_args() -> None:
         rebuild()
         _mask_secrets(web_ui.template_args)
+        shape_form(web_ui.template_args, getattr(environment.parsed_options, USER_CLASSES_DEST, None))
 
     web_ui.update_template_args = update_template_args
     _mask_secrets(web_ui.template_args)
+    shape_form(web_ui.template_args, getattr(environment.parsed_options, USER_CLASSES_DEST, None))
 
     @web_ui.app.before_request
-    def keep_secrets_in_use():
+    def prepare_swarm_form():
+        """A start's form: secrets in use for their placeholders, and the User classes it runs."""
         if request.method != "POST" or request.path != f"{base}/swarm":
             return None
         options = environment.parsed_options
@@ -251,8 +361,25 @@ def install(
             (key, getattr(options, key) if key in SECRET_DESTS and value == SECRET_PLACEHOLDER else value)
             for key, value in request.form.items(multi=True)
         ]
+        if web_ui.userclass_picker_is_active:
+            runner = environment.runner
+            if runner is not None and runner.state in RUNNING_STATES:
+                # an Edit: the page sends the classes it ticks on a new form; the running test keeps its own
+                items = [(key, value) for key, value in items if key != USER_CLASSES_DEST]
+                running = environment.available_user_classes.items()
+                items += [(USER_CLASSES_DEST, name) for name, cls in running if cls in environment.user_classes]
+            elif not any(key == USER_CLASSES_DEST for key, _ in items) and len(environment.available_user_classes) > 1:
+                message = f"Tick the User classes to run (e.g. {DEFAULT_CLASS}): none ticked would run them all"
+                return jsonify({"success": False, "message": message, "host": environment.host})
         request.form = ImmutableMultiDict(items)
         return None
+
+    @web_ui.app.after_request
+    def add_form_css(response):
+        if request.path != f"{base}/" or response.status_code != 200 or response.mimetype != "text/html":
+            return response
+        response.set_data(_with_form_css(response.get_data(as_text=True)))
+        return response
 
     @web_ui.app.after_request
     def add_extended_stats(response):

@@ -28,7 +28,7 @@ import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2, rpc_pb2_grpc
 
-from etcd_users.settings import Endpoint, EtcdSettings
+from etcd_users.settings import CLIENT_MAX_SEND_BYTES, Endpoint, EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_detail
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 # Large enough for a range over many keys; etcd bounds requests itself (1.5 MiB by default).
 _CHANNEL_OPTIONS = (
     ("grpc.max_receive_message_length", 256 * 1024 * 1024),
-    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.max_send_message_length", CLIENT_MAX_SEND_BYTES),
     # each channel its own TCP connection, as --etcd-conns promises
     ("grpc.use_local_subchannel_pool", 1),
 )

@@ -15,15 +15,20 @@ import grpc
 import pytest
 from certs import Certs, etcd_client, make_certs
 from checks import assert_no_traceback, failure_labels, refusal_line, stats_rows
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from etcd3.etcdrpc import auth_pb2, rpc_pb2
 from support import HEADLESS, REPO, headless_args, member_counter, run_locust
 
 from etcd_users.cluster import ClusterError, LocalCluster
+from etcd_users.keys import prefix_range_end
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT_PASSWORD = "root-Pw-41c9"
 USER, PASSWORD = "locust", "user-Pw-93fe"
+READER, READER_PASSWORD = "reader", "reader-Pw-7c1b"  # a role that may only read the prefix
 PREFIX = "/locust-etcd/"
 
 
@@ -64,10 +69,21 @@ def auth_etcd(certs) -> Iterator[LocalCluster]:
     extra_args = ["--auth-token", "simple", "--auth-token-ttl", "1"]
     cluster = _cluster(name="auth", tls=certs.cluster_tls(), extra_args=extra_args)
     try:
+        add_reader(etcd_client(cluster.endpoints[0], certs))  # while authentication is still off
         cluster.enable_auth(ROOT_PASSWORD, USER, PASSWORD, PREFIX)
         yield cluster
     finally:
         cluster.stop()
+
+
+def add_reader(client) -> None:
+    """User READER with a role of its own name that may read the keys under PREFIX, and not write them."""
+    prefix = PREFIX.encode()
+    permission = auth_pb2.Permission(permType=auth_pb2.Permission.READ, key=prefix, range_end=prefix_range_end(prefix))
+    client.authstub.RoleAdd(rpc_pb2.AuthRoleAddRequest(name=READER))
+    client.authstub.RoleGrantPermission(rpc_pb2.AuthRoleGrantPermissionRequest(name=READER, perm=permission))
+    client.authstub.UserAdd(rpc_pb2.AuthUserAddRequest(name=READER, password=READER_PASSWORD))
+    client.authstub.UserGrantRole(rpc_pb2.AuthUserGrantRoleRequest(user=READER, role=READER))
 
 
 def put_run(cluster: LocalCluster, out: Path, *args: str, users: int = 4, seconds: int = 2):
@@ -124,9 +140,53 @@ def test_a_missing_pem_file_is_one_line_naming_the_option(flag, certs, tmp_path)
     files = {"--etcd-cacert": certs.ca, "--etcd-cert": certs.client_cert, "--etcd-key": certs.client_key}
     files[flag] = tmp_path / "missing.pem"
     args = [item for option, path in files.items() for item in (option, str(path))]
-    result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", "--etcd-endpoints", "https://127.0.0.1:1", *args)
+    endpoints = ("--etcd-endpoints", "https://127.0.0.1:1")
+    result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", *endpoints, *args, "EtcdPutUser")
     line = refusal_line(result)
     assert line.startswith(f"locust-etcd: error: {flag}: cannot read '{tmp_path / 'missing.pem'}'")
+
+
+def der_of(pem: Path, directory: Path) -> Path:
+    """The same certificate in DER: what a user may hand over instead of PEM."""
+    der = directory / f"{pem.stem}.der"
+    der.write_bytes(x509.load_pem_x509_certificate(pem.read_bytes()).public_bytes(serialization.Encoding.DER))
+    return der
+
+
+def test_a_ca_that_is_not_pem_is_one_line_without_grpc_noise(tls_etcd, certs, tmp_path, tmp_out):
+    # gRPC's own complaint: 6-8 lines of C-core log, and a message that blamed reachability
+    der = der_of(certs.ca, tmp_path)
+    line = refusal_line(put_run(tls_etcd, tmp_out, "--etcd-cacert", str(der)))
+    assert line == (
+        f"locust-etcd: error: --etcd-cacert: '{der}' is not PEM (no '-----BEGIN ' line); give the CA certificate in "
+        "PEM, converted from DER with: openssl x509 -inform DER -in CA -out ca.pem"
+    )
+
+
+def test_a_client_key_of_another_certificate_is_one_line(mtls_etcd, certs, tmp_out):
+    tls_args = ("--etcd-cacert", str(certs.ca), "--etcd-cert", str(certs.client_cert))
+    line = refusal_line(put_run(mtls_etcd, tmp_out, *tls_args, "--etcd-key", str(certs.server_key)))
+    assert line == (
+        f"locust-etcd: error: --etcd-cert and --etcd-key: '{certs.server_key}' is not the key of the certificate "
+        f"'{certs.client_cert}' (KEY_VALUES_MISMATCH); give the key that belongs to it"
+    )
+
+
+@pytest.mark.parametrize("endpoints", [("--etcd-endpoints", "http://127.0.0.1:1"), ()], ids=["http", "local"])
+def test_tls_files_without_an_https_endpoint_are_refused(certs, endpoints):
+    # they were silently ignored: the run went on in plain text; and no local etcd is started for it
+    result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", *endpoints, "--etcd-cacert", str(certs.ca), "EtcdPutUser")
+    line = refusal_line(result)
+    where = (
+        "--etcd-endpoints lists only http:// ones"
+        if endpoints
+        else "without --etcd-endpoints the tool starts a local etcd, which is plain http"
+    )
+    assert line == (
+        f"locust-etcd: error: --etcd-cacert: TLS files are for https:// endpoints, and {where}; give https://HOST:PORT "
+        "endpoints or leave it out"
+    )
+    assert "local etcd (" not in result.stderr
 
 
 # -- authentication ----------------------------------------------------------------------------------------
@@ -161,6 +221,26 @@ NOT_ALLOWED_AT_THE_PREFIX = [
 def test_a_user_etcd_refuses_at_the_prefix_is_one_line(auth_etcd, certs, tmp_out, args, expected):
     line = refusal_line(put_run(auth_etcd, tmp_out, "--etcd-cacert", str(certs.ca), *args))
     assert expected in line
+
+
+@pytest.mark.parametrize("user_class", ["EtcdPutUser", "SerializableRangeUser"])
+def test_a_user_that_may_only_read_is_refused_at_start_naming_the_role_to_grant(auth_etcd, certs, tmp_out, user_class):
+    # the start-up check used to only read: the run then failed every request with permission denied, and the
+    # pre-flight burst, denied too, was reported as "0 puts ... deleted"; reads write their key space first
+    args = ("--etcd-cacert", str(certs.ca), "--etcd-user", f"{READER}:{READER_PASSWORD}")
+    command = headless_args(auth_etcd, tmp_out / "run", "--etcd-timeout", "3", *args, user_class, users=1, seconds=2)
+    result = run_locust(*command, timeout=90)
+    line = refusal_line(result)
+    assert line == (
+        f"locust-etcd: error: --etcd-user '{READER}' may read '{PREFIX}' but not write it (etcdserver: permission "
+        "denied), and every workload writes (reads first write their key space); grant its role 'reader' readwrite "
+        f"on the prefix (etcdctl role grant-permission {READER} --prefix readwrite {PREFIX}) or use another "
+        "--etcd-prefix"
+    )
+    assert "pre-flight" not in result.stderr  # the run ended before the burst
+    assert READER_PASSWORD not in result.stdout + result.stderr
+    root = etcd_client(auth_etcd.endpoints[0], certs, user="root", password=ROOT_PASSWORD)
+    assert root.get_prefix_response(PREFIX, count_only=True).count == 0
 
 
 def test_expired_tokens_are_renewed_without_failures(auth_etcd, certs, tmp_out):

@@ -14,7 +14,7 @@ import pytest
 from support import free_port, headless_args, read_csv_rows, run_locust
 
 from etcd_users.cluster import LocalCluster
-from etcd_users.reporting.preflight import BURST_PUTS
+from etcd_users.reporting.preflight import BURST_PUTS, format_bytes
 from etcd_users.reporting.server_metrics import COLUMNS, CSV_SUFFIX, MetricsPoller, Scrape, Scraper
 
 pytestmark = pytest.mark.e2e
@@ -84,9 +84,11 @@ def test_a_run_writes_every_member_s_metrics(etcd3, tmp_out):
     assert any(f"pre-flight: {BURST_PUTS} puts of 64 bytes under '/test-server-metrics/__preflight__/'" in line
                for line in lines), lines  # fmt: skip
     for endpoint in etcd3.endpoints:
-        # the session's cluster holds what earlier tests wrote: the db is KiB or MiB, a small share of the quota
+        # the session's cluster holds what earlier tests wrote: the db is KiB or MiB, a small share of the quota (the
+        # local etcd's: 8 GiB, or half the free disk)
         pattern = rf"INFO/etcd_users\.reporting\.preflight: etcd {endpoint}: v3\.5\.\d+, "
-        pattern += r"db [\d.]+ [KM]iB of 2\.0 GiB quota \(\d+\.\d %\), fsync P99 [\d.]+ ms$"
+        pattern += rf"db [\d.]+ [KM]iB of {re.escape(format_bytes(etcd3.quota_bytes))} quota \(\d+\.\d %\), "
+        pattern += r"fsync P99 [\d.]+ ms$"
         assert any(re.search(pattern, line) for line in lines), lines
 
     rows = read_csv_rows(f"{tmp_out / 'run'}{CSV_SUFFIX}")

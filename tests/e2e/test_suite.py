@@ -141,7 +141,34 @@ MALFORMED = {
     "quick_new_axis": (BASE + "axes:\n  conns: [1, 2]\nquick:\n  axes:\n    target: [leader]\n", "quick.axes.target"),
     "duplicate_key": (BASE + "users: 2\n", "key 'users' appears twice"),
     "not_a_mapping": ("- duration\n", "expected a mapping"),
+    # the options' own checks of what a value means, through the suite's keys
+    "prefix_not_a_directory": (
+        BASE + "fixed:\n  prefix: /locust-etcd\n",
+        "fixed.prefix: --etcd-prefix: '/locust-etcd' does not end in '/', and etcd's prefix range of '/locust-etcd' "
+        "also covers other applications' keys such as '/locust-etcd-sentinel'; give '/locust-etcd/'",
+    ),
+    "prefix_axis": (
+        BASE + "axes:\n  prefix: [/a/, /b]\n",
+        "axes.prefix: combination prefix=/b: --etcd-prefix: '/b' does not end in '/'",
+    ),
+    "nan_rate": (BASE + "fixed:\n  user-rate: .nan\n", "fixed.user-rate: --etcd-user-rate: nan is not a finite number"),
+    "inf_timeout": (BASE + "fixed:\n  timeout: .inf\n", "fixed.timeout: --etcd-timeout: inf is not a finite number"),
+    "huge_value": (BASE + "fixed:\n  val-size: 2000000000\n", "fixed.val-size: --etcd-val-size: a put of a 256-byte"),
+    "empty_endpoint": (BASE + "endpoints: ','\n", "endpoints: ',' has an empty entry"),
 }
+
+
+def test_a_prefix_that_is_not_a_directory_is_refused_before_a_run(tmp_path):
+    suite = tmp_path / "x.yaml"
+    suite.write_text(BASE + "fixed:\n  prefix: /locust-etcd\n")
+    result = run_suite("run", str(suite), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: {suite}: fixed.prefix: --etcd-prefix: '/locust-etcd' does not end in '/', and etcd's prefix range of "
+        "'/locust-etcd' also covers other applications' keys such as '/locust-etcd-sentinel'; give '/locust-etcd/'"
+    ]
+    assert not (tmp_path / "out").exists()
 
 
 def test_malformed_suites_are_rejected_with_a_line_naming_the_key(tmp_path):

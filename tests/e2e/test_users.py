@@ -118,7 +118,7 @@ BAD_INPUT = [
 @pytest.mark.slow
 @pytest.mark.parametrize("args, message", BAD_INPUT, ids=[" ".join(args) for args, _ in BAD_INPUT])
 def test_bad_input_is_one_clear_line(args, message):
-    result = run_locust(*HEADLESS, "-u", "1", "-t", "2s", "--etcd-timeout", "2", *args, timeout=60)
+    result = run_locust(*HEADLESS, "-u", "1", "-t", "2s", "--etcd-timeout", "2", *args, "EtcdPutUser", timeout=60)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr + result.stdout
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]

@@ -1,6 +1,7 @@
 """The web UI against real etcd members: the start form, the etcd tabs, shapes picked in the UI, secrets kept out of
-the page, and a headless Chromium that starts, edits and stops a test the way a person would. The endpoints table's
-rows are ``tests/unit/test_webui.py``."""
+the page, and a headless Chromium that starts, edits and stops a test the way a person would, on a form that shows
+each option's whole help in order, choices as drop-downs, EtcdPutUser alone ticked and the endpoints as the host. The
+endpoints table's rows are ``tests/unit/test_webui.py``."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads: the test imports etcd_users.reporting.webui)
 
@@ -20,7 +21,7 @@ from support import REPO, LocustProcess, free_port, start_locust
 from etcd_users import settings as etcd_options
 from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.files import LATENCY_SUMMARY_COLUMNS as SUMMARY_COLUMNS
-from etcd_users.reporting.webui import SECRET_PLACEHOLDER
+from etcd_users.reporting.webui import SECRET_PLACEHOLDER, SLA_HINT
 from shapes import options as shape_options
 
 pytestmark = pytest.mark.e2e
@@ -117,7 +118,12 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
         args = ui.template_args()
         form = args["extra_options"]
         expected = {option.dest: option for option in (*etcd_options.OPTIONS, *shape_options.OPTIONS)}
-        assert set(form) == set(expected)
+        assert list(form) == list(expected)  # endpoints, target and SLA first, the shapes' options after ours
+        assert {dest: field["choices"] for dest, field in form.items() if field["choices"]} == {
+            "etcd_target": ["round-robin", "leader"],
+            "etcd_local_members": [1, 3],
+            "etcd_consistency": ["l", "s"],
+        }
         given = {"etcd_endpoints": endpoints, "etcd_cleanup": True}
         for dest, option in expected.items():
             field = form[dest]
@@ -128,6 +134,12 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
         assert {dest for dest, field in form.items() if field["is_secret"]} == {"etcd_key", "etcd_user"}
         assert {"ConcurrencyLadderShape", "StepSpikeShape"} <= set(args["available_shape_classes"])
         assert [tab["title"] for tab in args["extended_tabs"]] == ["etcd latency", "etcd endpoints", "etcd SLA"]
+        # the picker lists every class and ticks EtcdPutUser alone; the header shows the endpoints as the host
+        assert len(args["users"]) == 10 and args["available_user_classes"] == ["EtcdPutUser"]
+        assert (args["host"], args["missing_host_warning"]) == (endpoints, False)
+        refused = ui.post("/swarm", [("user_count", "1"), ("spawn_rate", "1")])  # no class ticked
+        assert not refused["success"] and "Tick the User classes" in refused["message"], refused
+        assert extended(ui.stats(), "etcd-sla") == [{"name": SLA_HINT, "measured": "", "verdict": ""}]
 
         started = ui.post(
             "/swarm",
@@ -147,7 +159,9 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
         [exact] = [row for row in extended(ended, "etcd-latency") if row["name"] == "put"]
         assert exact["count"] == put["num_requests"] > 0
         assert exact["failures"] == 0
-        assert 0 < exact["p50"] <= exact["p90"] <= exact["p99"] <= exact["p999"] <= exact["max"]
+        assert all(re.fullmatch(r"\d+\.\d{3}", exact[key]) for key in ("p50", "p90", "p99", "p999", "max")), exact
+        p50, p90, p99, p999, top = (float(exact[key]) for key in ("p50", "p90", "p99", "p999", "max"))
+        assert 0 < p50 <= p90 <= p99 <= p999 <= top
         [member] = extended(ended, "etcd-endpoints")
         assert {key: member[key] for key in ("name", "role", "load", "conns")} == {
             "name": etcd1.endpoints[0],
@@ -155,13 +169,14 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             "load": "yes (rotation)",
             "conns": 1,
         }
-        assert member["leaderchanges"] >= 1 and re.fullmatch(r"\d+s ago", member["checked"])
+        # the first election is not a change: none since the run started
+        assert member["leaderchanges"] == 0 and re.fullmatch(r"\d+s ago", member["checked"])
         sla = extended(ended, "etcd-sla")
         assert [(row["name"], row["verdict"]) for row in sla] == [
             ("put p99 < 5s", "PASS"),
             ("Aggregated errors < 1%", "PASS"),
         ]
-        assert sla[0]["measured"] == f"{exact['p99'] / 1000:.6f}s"
+        assert sla[0]["measured"] == f"{p99 / 1000:.6f}s"
 
         lines = ui.get("/etcd/latency/csv").decode().splitlines()
         assert lines[0] == ",".join(SUMMARY_COLUMNS)
@@ -207,6 +222,16 @@ def test_secrets_stay_out_of_the_page_and_the_run_keeps_them(auth_etcd, tmp_out)
 # -- in a browser --
 
 
+def ticked_classes(scope) -> list[str]:
+    """The classes ticked in the class picker within ``scope`` (a page or a dialog)."""
+    ticked = []
+    for row in scope.locator("tbody tr").all():
+        box = row.locator('input[type="checkbox"]')
+        if box.count() and box.first.is_checked():
+            ticked.append(row.locator("td").nth(1).inner_text())
+    return ticked
+
+
 @pytest.mark.slow
 def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
     if not Path(CHROMIUM).exists():
@@ -216,7 +241,8 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
     except ImportError:
         pytest.fail("playwright is missing: .venv/bin/pip install -r requirements-test.txt", pytrace=False)
     SCREENSHOT.parent.mkdir(exist_ok=True)
-    args = ("-f", "locustfile.py", "--etcd-endpoints", ",".join(etcd1.endpoints), "--etcd-cleanup", "EtcdPutUser")
+    endpoints = ",".join(etcd1.endpoints)
+    args = ("-f", "locustfile.py", "--class-picker", "--etcd-endpoints", endpoints, "--etcd-cleanup")
     with web_ui(tmp_out, *args) as ui, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -224,9 +250,32 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
             page.set_default_timeout(20_000)
             page.goto(ui.url)
 
+            # the header shows the endpoints as the host, and no notice asks for one
+            assert page.locator("header").get_by_text(endpoints).is_visible()
+            assert page.get_by_text("has no host attribute set").count() == 0
+            # the class picker lists every workload and ticks EtcdPutUser alone
+            assert ticked_classes(page) == ["EtcdPutUser"]
+            assert page.locator("tr").filter(has_text=re.compile(r"^EtcdWatchUser$")).count() == 1
+
             # the form: Locust's fields, then ours under "Custom parameters" (names camel-cased by the page)
             page.get_by_text("Custom parameters").click()
-            # each field is labelled with its option's help and holds its default
+            custom = page.locator(".MuiAccordionDetails-root").filter(has=page.locator('[name="etcdEndpoints"]'))
+            names = [field.get_attribute("name") for field in custom.locator("input[name], select[name]").all()]
+            assert names[:4] == ["etcdEndpoints", "etcdTarget", "etcdSla", "etcdLocalMembers"], names
+            # choices as drop-downs
+            for name, options in (
+                ("etcdTarget", ["round-robin", "leader"]),
+                ("etcdConsistency", ["l", "s"]),
+                ("etcdLocalMembers", ["1", "3"]),
+            ):
+                select = custom.locator(f'select[name="{name}"]')
+                assert select.locator("option").all_inner_texts() == options, name
+            # each field is labelled with its option's whole help, never cut with "…"
+            for option in etcd_options.OPTIONS:
+                label = custom.locator("label").filter(has_text=f"[env {option.env_var}, default ")
+                assert option.help in label.inner_text(), option.flag
+                assert label.evaluate("e => e.scrollWidth <= e.clientWidth && e.offsetHeight > 0"), option.flag
+            # each field holds its default
             key_size = page.get_by_label(re.compile(r"Key size in bytes, prefix included\. \[env ETCD_KEY_SIZE"))
             assert key_size.get_attribute("name") == "etcdKeySize"
             assert key_size.input_value() == "256"
@@ -255,8 +304,11 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
             headers = [text.strip() for text in page.locator("thead th").all_inner_texts()]
             assert headers[:3] == ["Name", "Type", "Series"] and "P99.9 (ms)" in headers
             latency_put = page.locator("tbody tr").filter(has=page.locator("td", has_text=re.compile(r"^put$")))
-            p99 = float(latency_put.locator(f"td:nth-child({headers.index('P99 (ms)') + 1})").inner_text())
-            assert p99 > 0
+            p99 = latency_put.locator(f"td:nth-child({headers.index('P99 (ms)') + 1})").inner_text()
+            assert re.fullmatch(r"\d+\.\d{3}", p99) and float(p99) > 0, p99
+            # no gates given: the SLA tab says how to add some
+            page.get_by_role("tab", name="etcd SLA").click()
+            page.get_by_text(SLA_HINT).wait_for()
 
             # more users while it runs
             page.get_by_role("button", name="Edit").click()
@@ -271,6 +323,11 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
             # the page stops polling once it has seen the run leave "running": a reload shows where it ended
             page.reload()
             page.get_by_text(re.compile(r"^stopped$", re.IGNORECASE)).first.wait_for()
+            # a new test: EtcdPutUser alone ticked again
+            page.get_by_role("button", name="New").click()
+            new_test = page.locator(".MuiModal-root").filter(has_text="Start new load test")
+            new_test.locator("tbody tr").first.wait_for()
+            assert ticked_classes(new_test) == ["EtcdPutUser"]
         finally:
             browser.close()
         stderr = ui.stop_locust()

@@ -92,7 +92,8 @@ def test_mixed_user_follows_the_weights(etcd1, tmp_out):
 
 @pytest.mark.slow
 def test_bad_mix_is_one_clear_line():
-    result = run_locust("-f", "locustfile.py", "--headless", "-t", "1s", "--etcd-mix", "put:45,scan:55", timeout=60)
+    args = ("-f", "locustfile.py", "--headless", "-t", "1s", "--etcd-mix", "put:45,scan:55", "EtcdMixedUser")
+    result = run_locust(*args, timeout=60)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "locust-etcd: error: --etcd-mix: 'scan:55' is not NAME:WEIGHT" in result.stderr

@@ -55,6 +55,24 @@ def test_command_line_reports_a_missing_binary_in_one_line(tmp_path):
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize("prefix", ["/locust-etcd", "/", ""])
+def test_command_line_refuses_a_user_prefix_that_is_not_a_directory_before_starting(prefix):
+    # the role's permission is etcd's prefix range: that of /locust-etcd also grants /locust-etcd-sentinel
+    args = ["--root-password", "root-pw", "--user", "bench:pw", "--user-prefix", prefix]
+    result = subprocess.run(
+        [sys.executable, "-m", "etcd_users.cluster", *args], cwd=REPO, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2
+    [line] = stderr_lines(result.stderr)
+    assert line.startswith(f"error: --user-prefix: {prefix!r} ")
+    assert result.stdout == ""  # no ETCD_ENDPOINTS line: nothing was started
+
+
+def test_enable_auth_refuses_a_prefix_that_is_not_a_directory():
+    with pytest.raises(ValueError, match=r"^prefix: '/locust-etcd' does not end in '/'"):
+        LocalCluster(1).enable_auth("root-pw", "bench", "pw", "/locust-etcd")
+
+
 def test_only_one_or_three_members(tmp_path):
     for members in (0, 2, 5):
         with pytest.raises(ValueError, match="1 or 3"):

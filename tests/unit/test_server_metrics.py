@@ -9,7 +9,14 @@ import math
 
 import pytest
 
-from etcd_users.reporting.preflight import MemberReport, format_bytes, member_report, report_lines
+from etcd_users.reporting.preflight import (
+    BurstResult,
+    MemberReport,
+    burst_line,
+    format_bytes,
+    member_report,
+    report_lines,
+)
 from etcd_users.reporting.server_metrics import (
     COLUMNS,
     FSYNC,
@@ -204,4 +211,23 @@ def test_a_member_report_says_why_a_figure_is_missing():
     assert line == (
         "etcd http://127.0.0.1:2379: version unknown, db size unknown, fsync P99 not measured "
         "(Status: UNAVAILABLE; metrics: connection refused; --etcd-skip-preflight)"
+    )
+
+
+def test_the_burst_line_says_what_was_written_and_deleted_and_never_0_puts_deleted():
+    prefix = "/p/__preflight__/"
+    assert burst_line(BurstResult(200, 0.52, None), prefix) == (
+        logging.INFO,
+        "pre-flight: 200 puts of 64 bytes under '/p/__preflight__/' in 0.52s, deleted; WAL fsync P99 per member:",
+    )
+    # the first put failed: no "0 puts ... deleted"
+    assert burst_line(BurstResult(0, 0.01, "etcdserver: permission denied"), prefix) == (
+        logging.WARNING,
+        "pre-flight: the write burst under '/p/__preflight__/' failed at its first put (etcdserver: permission "
+        "denied); WAL fsync P99 not measured",
+    )
+    assert burst_line(BurstResult(17, 3.0, "DEADLINE_EXCEEDED", deleted=False), prefix) == (
+        logging.WARNING,
+        "pre-flight: 17 puts of 64 bytes under '/p/__preflight__/' in 3.00s, then stopped (DEADLINE_EXCEEDED), not "
+        "deleted; WAL fsync P99 per member:",
     )

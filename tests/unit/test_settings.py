@@ -2,14 +2,23 @@
 input the one-line message that names the option to fix (the run stops at start with it, exit code 2)."""
 
 import argparse
+import math
+from pathlib import Path
 
 import pytest
+from certs import Certs, make_certs
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
+from etcd_users.arguments import shown
 from etcd_users.reporting.server_metrics import member_urls
 from etcd_users.settings import (
     DEFAULT_PREFIX,
     MIX_OPERATIONS,
     OPTIONS,
+    PEM_MAX_BYTES,
+    REQUEST_OVERHEAD_BYTES,
+    TXN_OP_OVERHEAD_BYTES,
     Credentials,
     Endpoint,
     Gate,
@@ -19,8 +28,13 @@ from etcd_users.settings import (
     parse_gate,
     parse_gates,
     parse_mix,
+    parse_prefix,
     settings_from_options,
 )
+
+HTTPS = "https://10.0.0.1:2379"
+LONG = "x" * 20000  # a pasted file, a runaway variable: never echoed whole
+NOT_UTF8 = b"/nb\xff/".decode(errors="surrogateescape")  # what argparse makes of bytes that are not UTF-8
 
 
 def options(**overrides) -> argparse.Namespace:
@@ -38,7 +52,35 @@ def one_line_error(error_type: type[Exception], call, *args) -> str:
         call(*args)
     message = str(raised.value)
     assert "\n" not in message, message
+    assert len(message) < 700, message  # long input is quoted shortened
     return message
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory) -> Path:
+    """PEM files good and bad: a CA and a client pair (certs.make_certs), and what a user may give instead."""
+    directory = tmp_path_factory.mktemp("tls")
+    certs: Certs = make_certs(directory)
+    ca_pem = certs.ca.read_bytes()
+    (directory / "garbage.pem").write_bytes(b"not a certificate\n")
+    (directory / "empty.pem").write_bytes(b"")
+    # DER: the same CA, not base64 between BEGIN and END lines
+    (directory / "ca.der").write_bytes(x509.load_pem_x509_certificate(ca_pem).public_bytes(serialization.Encoding.DER))
+    (directory / "fake.pem").write_bytes(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+    (directory / "big.pem").write_bytes(ca_pem + b"#" * PEM_MAX_BYTES)
+    key = serialization.load_pem_private_key(certs.client_key.read_bytes(), password=None)
+    (directory / "encrypted-key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"passphrase"),
+        )
+    )
+    return directory
+
+
+def with_tls_dir(value, tls_dir: Path):
+    return value.replace("{tls}", str(tls_dir)) if isinstance(value, str) else value
 
 
 # -- every option --
@@ -75,9 +117,7 @@ def test_the_defaults_are_valid_settings():
     )
 
 
-def test_given_values_reach_the_settings(tmp_path):
-    for name in ("ca", "cert", "key"):
-        (tmp_path / f"{name}.pem").write_bytes(f"-----{name}-----".encode())
+def test_given_values_reach_the_settings(tls):
     settings = settings_from_options(
         options(
             etcd_endpoints="https://10.0.0.1:2379, https://10.0.0.2:2379/",
@@ -90,9 +130,9 @@ def test_given_values_reach_the_settings(tmp_path):
             etcd_txn_ops=1000,
             etcd_rw_ratio=0.0,
             etcd_mix="range/serializable:1",
-            etcd_cacert=str(tmp_path / "ca.pem"),
-            etcd_cert=str(tmp_path / "cert.pem"),
-            etcd_key=str(tmp_path / "key.pem"),
+            etcd_cacert=str(tls / "ca.pem"),
+            etcd_cert=str(tls / "client.pem"),
+            etcd_key=str(tls / "client-key.pem"),
             etcd_user="bench:pass:word",
             etcd_metrics_urls="http://10.0.0.1:2381/metrics,http://10.0.0.2:2381/metrics",
             etcd_sla="put:p99<15ms",
@@ -105,74 +145,262 @@ def test_given_values_reach_the_settings(tmp_path):
     assert (settings.target, settings.conns, settings.consistency) == ("leader", 4, "s")
     assert (settings.prefix, settings.key_width) == (b"/bench/", 32 - 7)
     assert (settings.txn_ops, settings.rw_ratio, settings.mix) == (1000, 0.0, (("range/serializable", 1.0),))
-    pems = (b"-----ca-----", b"-----cert-----", b"-----key-----")
+    pems = tuple((tls / name).read_bytes() for name in ("ca.pem", "client.pem", "client-key.pem"))
     assert settings.credentials == Credentials(*pems, user="bench", password="pass:word")  # split at the first ':'
     assert settings.metrics_urls == ("http://10.0.0.1:2381/metrics", "http://10.0.0.2:2381/metrics")
     assert [gate.label for gate in settings.sla] == ["put p99"]
 
 
-# (option's dest, bad value, the message's start: the option's flag and why)
+def bad(dest: str, value, message: str, **context):
+    """A bad value of ``dest`` (with ``context``: other options it needs), and the start of its one-line message.
+
+    ``{tls}`` in a value or message is the directory of the ``tls`` fixture's files.
+    """
+    return pytest.param(dest, value, message, context, id=f"{dest}={shown(value, 40)}")
+
+
+LIMIT = "larger than etcd's --max-request-bytes, 1.5 MiB by default (--etcd-max-request-bytes 1572864 here)"
+RAISE = "or raise etcd's --max-request-bytes on every member and --etcd-max-request-bytes here to match"
+NOT_FINITE = "is not a finite number; give one such as"
+SHORT_LONG = "'" + "x" * 60 + "'… (20000 characters)"  # LONG as every message quotes it
 BAD_OPTIONS = [
-    ("etcd_endpoints", "127.0.0.1:2379", "--etcd-endpoints: '127.0.0.1:2379' is not a client URL"),
-    ("etcd_local_members", 2, "--etcd-local-members: 2 is not 1 or 3"),
-    ("etcd_target", "follower", "--etcd-target: 'follower' is not one of: round-robin, leader"),
-    ("etcd_conns", 0, "--etcd-conns: 0 must be greater than zero"),
-    ("etcd_key_size", 12, "--etcd-key-size: 12 is too small for the prefix '/locust-etcd/' (13 bytes) plus a "
-     "4-digit key counter; use at least 17 or a shorter --etcd-prefix"),
-    ("etcd_val_size", -1, "--etcd-val-size: -1 must be zero or more"),
-    ("etcd_key_space_size", 0, "--etcd-key-space-size: 0 must be greater than zero"),
-    ("etcd_prefix", "/", "--etcd-prefix: '/' would cover the whole key space; give a prefix such as '/locust-etcd/'"),
-    ("etcd_prefix", "", "--etcd-prefix: '' would cover the whole key space"),
-    ("etcd_prefix", "//", "--etcd-prefix: '//' would cover the whole key space"),
-    ("etcd_consistency", "x", "--etcd-consistency: 'x' is not 'l' or 's'"),
-    ("etcd_timeout", 0.0, "--etcd-timeout: 0.0 must be greater than zero"),
-    ("etcd_user_rate", -1.0, "--etcd-user-rate: -1.0 must be zero or more"),
-    ("etcd_txn_ops", 0, "--etcd-txn-ops: 0 must be greater than zero"),
-    ("etcd_txn_ops", 10001, "--etcd-txn-ops: 10001 puts need as many distinct keys, but --etcd-key-space-size is "
-     "10000"),
-    ("etcd_rw_ratio", -0.5, "--etcd-rw-ratio: -0.5 must be zero or more"),
-    ("etcd_watch_streams", 0, "--etcd-watch-streams: 0 must be greater than zero"),
-    ("etcd_watchers_per_stream", -2, "--etcd-watchers-per-stream: -2 must be greater than zero"),
-    ("etcd_mix", "put:45,scan:55", "--etcd-mix: 'scan:55' is not NAME:WEIGHT"),
-    ("etcd_cacert", "/nonexistent/ca.pem", "--etcd-cacert: cannot read '/nonexistent/ca.pem' (No such file or "
-     "directory); give the path of a PEM file"),
-    ("etcd_cert", "client.pem", "--etcd-cert and --etcd-key: mutual TLS needs both the certificate and its key"),
-    ("etcd_key", "client-key.pem", "--etcd-cert and --etcd-key: mutual TLS needs both the certificate and its key"),
-    ("etcd_user", "root", "--etcd-user: expected NAME:PASSWORD"),
-    ("etcd_user", ":secret", "--etcd-user: expected NAME:PASSWORD"),
-    ("etcd_user", "root:", "--etcd-user: expected NAME:PASSWORD"),
-    ("etcd_metrics_urls", "127.0.0.1:2381", "--etcd-metrics-urls: '127.0.0.1:2381' is not a URL; write "
-     "http://HOST:PORT/metrics"),
-    ("etcd_metrics_interval", -1.0, "--etcd-metrics-interval: -1.0 must be zero or more"),
-    ("etcd_compact_interval", -1.0, "--etcd-compact-interval: -1.0 must be zero or more"),
-    ("etcd_max_request_bytes", 0, "--etcd-max-request-bytes: 0 must be greater than zero"),
-    ("etcd_sla", "put:p99<<15", "--etcd-sla: 'put:p99<<15' is not a gate"),
+    bad("etcd_endpoints", "127.0.0.1:2379", "--etcd-endpoints: '127.0.0.1:2379' is not a client URL"),
+    bad("etcd_endpoints", ",", "--etcd-endpoints: ',' has an empty entry; give client URLs separated by single "
+        "commas, or nothing at all for a throwaway local etcd"),
+    bad("etcd_endpoints", "http://a:1,,http://b:1", "--etcd-endpoints: 'http://a:1,,http://b:1' has an empty entry"),
+    bad("etcd_endpoints", "http://[::1", "--etcd-endpoints: 'http://[::1' is not a client URL"),
+    bad("etcd_endpoints", "http://" + LONG, f"--etcd-endpoints: {shown('http://' + LONG)} is not a client URL"),
+    bad("etcd_endpoints", "http://\udcff:1", "--etcd-endpoints: 'http://\\udcff:1' is not UTF-8 text"),
+    bad("etcd_local_members", 2, "--etcd-local-members: 2 is not 1 or 3"),
+    bad("etcd_target", "follower", "--etcd-target: 'follower' is not one of: round-robin, leader"),
+    bad("etcd_target", LONG, f"--etcd-target: {SHORT_LONG} is not one of: round-robin, leader"),
+    bad("etcd_conns", 0, "--etcd-conns: 0 must be greater than zero"),
+    bad("etcd_key_size", 12, "--etcd-key-size: 12 is too small for the prefix '/locust-etcd/' (13 bytes) plus a "
+        "4-digit key counter; use at least 17 or a shorter --etcd-prefix"),
+    bad("etcd_key_size", 2_000_000, f"--etcd-key-size: 2000000 makes every request {LIMIT}; use at most "
+        f"{1572864 - REQUEST_OVERHEAD_BYTES} {RAISE}"),
+    bad("etcd_val_size", -1, "--etcd-val-size: -1 must be zero or more"),
+    # ran for 25 s with 7.9 GB RSS, sent nothing and exited 0
+    bad("etcd_val_size", 2_000_000_000, f"--etcd-val-size: a put of a 256-byte key and a 2000000000-byte value is "
+        f"{LIMIT}; use at most {1572864 - REQUEST_OVERHEAD_BYTES - 256} {RAISE}"),
+    bad("etcd_key_space_size", 0, "--etcd-key-space-size: 0 must be greater than zero"),
+    bad("etcd_prefix", "/", "--etcd-prefix: '/' would cover the whole key space; give a prefix such as "
+        "'/locust-etcd/'"),
+    bad("etcd_prefix", "", "--etcd-prefix: '' would cover the whole key space"),
+    bad("etcd_prefix", "//", "--etcd-prefix: '//' would cover the whole key space"),
+    bad("etcd_prefix", "/locust-etcd", "--etcd-prefix: '/locust-etcd' does not end in '/', and etcd's prefix range of "
+        "'/locust-etcd' also covers other applications' keys such as '/locust-etcd-sentinel'; give '/locust-etcd/'"),
+    bad("etcd_prefix", "/reg", "--etcd-prefix: '/reg' does not end in '/'"),  # would cover /registry/
+    bad("etcd_prefix", NOT_UTF8, "--etcd-prefix: '/nb\\udcff/' is not UTF-8 text (the shell passed bytes that are "
+        "not); give a prefix such as '/locust-etcd/'"),
+    bad("etcd_prefix", "/" + LONG, f"--etcd-prefix: {shown('/' + LONG)} does not end in '/'"),
+    bad("etcd_consistency", "x", "--etcd-consistency: 'x' is not 'l' or 's'"),
+    bad("etcd_timeout", 0.0, "--etcd-timeout: 0.0 must be greater than zero"),
+    # "no etcd endpoint answered within nans"
+    bad("etcd_timeout", math.nan, f"--etcd-timeout: nan {NOT_FINITE} 5.0"),
+    bad("etcd_timeout", math.inf, f"--etcd-timeout: inf {NOT_FINITE} 5.0"),
+    bad("etcd_timeout", -math.inf, f"--etcd-timeout: -inf {NOT_FINITE} 5.0"),
+    bad("etcd_user_rate", -1.0, "--etcd-user-rate: -1.0 must be zero or more"),
+    bad("etcd_user_rate", math.nan, f"--etcd-user-rate: nan {NOT_FINITE} 0.0"),  # a thousand tracebacks
+    bad("etcd_user_rate", math.inf, f"--etcd-user-rate: inf {NOT_FINITE} 0.0"),
+    bad("etcd_user_rate", 1e-320, "--etcd-user-rate: 1e-320 puts a request due only after forever"),
+    bad("etcd_txn_ops", 0, "--etcd-txn-ops: 0 must be greater than zero"),
+    bad("etcd_txn_ops", 10001, "--etcd-txn-ops: 10001 puts need as many distinct keys, but --etcd-key-space-size is "
+        "10000"),
+    bad("etcd_txn_ops", 2000, f"--etcd-txn-ops: a transaction of 2000 puts of 256+1024 bytes is {LIMIT}; use at most "
+        f"{(1572864 - REQUEST_OVERHEAD_BYTES) // (256 + 1024 + TXN_OP_OVERHEAD_BYTES)} puts"),
+    bad("etcd_rw_ratio", -0.5, "--etcd-rw-ratio: -0.5 must be zero or more"),
+    bad("etcd_rw_ratio", math.nan, f"--etcd-rw-ratio: nan {NOT_FINITE} 1.0"),
+    bad("etcd_rw_ratio", math.inf, f"--etcd-rw-ratio: inf {NOT_FINITE} 1.0"),
+    bad("etcd_watch_streams", 0, "--etcd-watch-streams: 0 must be greater than zero"),
+    bad("etcd_watchers_per_stream", -2, "--etcd-watchers-per-stream: -2 must be greater than zero"),
+    bad("etcd_mix", "put:45,scan:55", "--etcd-mix: 'scan:55' is not NAME:WEIGHT"),
+    bad("etcd_mix", "put:nan,range:1", "--etcd-mix: 'put:nan' is not NAME:WEIGHT with a finite weight"),
+    bad("etcd_mix", "put:inf", "--etcd-mix: 'put:inf' is not NAME:WEIGHT with a finite weight"),
+    bad("etcd_mix", LONG, f"--etcd-mix: {SHORT_LONG} is not NAME:WEIGHT"),
+    bad("etcd_cacert", "/nonexistent/ca.pem", "--etcd-cacert: cannot read '/nonexistent/ca.pem' (No such file or "
+        "directory); give the path of a PEM file", etcd_endpoints=HTTPS),
+    bad("etcd_cacert", "/" + LONG, "--etcd-cacert: cannot read '/xxx", etcd_endpoints=HTTPS),
+    bad("etcd_cacert", "{tls}", "--etcd-cacert: cannot read '{tls}' (Is a directory)", etcd_endpoints=HTTPS),
+    bad("etcd_cacert", "{tls}/garbage.pem", "--etcd-cacert: '{tls}/garbage.pem' is not PEM (no '-----BEGIN ' line); "
+        "give the CA certificate in PEM, converted from DER with: openssl x509 -inform DER -in CA -out ca.pem",
+        etcd_endpoints=HTTPS),
+    bad("etcd_cacert", "{tls}/empty.pem", "--etcd-cacert: '{tls}/empty.pem' is not PEM", etcd_endpoints=HTTPS),
+    bad("etcd_cacert", "{tls}/ca.der", "--etcd-cacert: '{tls}/ca.der' is not PEM", etcd_endpoints=HTTPS),
+    bad("etcd_cacert", "{tls}/fake.pem", "--etcd-cacert: '{tls}/fake.pem' holds no certificate OpenSSL can read (",
+        etcd_endpoints=HTTPS),
+    bad("etcd_cacert", "{tls}/big.pem", f"--etcd-cacert: '{{tls}}/big.pem' is larger than {PEM_MAX_BYTES} bytes",
+        etcd_endpoints=HTTPS),
+    # silently ignored before: no endpoint used it
+    bad("etcd_cacert", "{tls}/ca.pem", "--etcd-cacert: TLS files are for https:// endpoints, and --etcd-endpoints "
+        "lists only http:// ones; give https://HOST:PORT endpoints or leave it out",
+        etcd_endpoints="http://127.0.0.1:2379"),
+    bad("etcd_cacert", "{tls}/ca.pem", "--etcd-cacert: TLS files are for https:// endpoints, and without "
+        "--etcd-endpoints the tool starts a local etcd, which is plain http"),
+    bad("etcd_cert", "client.pem", "--etcd-cert and --etcd-key: mutual TLS needs both the certificate and its key"),
+    bad("etcd_cert", "{tls}/garbage.pem", "--etcd-cert: '{tls}/garbage.pem' is not PEM", etcd_endpoints=HTTPS,
+        etcd_key="{tls}/client-key.pem"),
+    bad("etcd_cert", "{tls}/client.pem", "--etcd-cert and --etcd-key: '{tls}/server-key.pem' is not the key of the "
+        "certificate '{tls}/client.pem' (KEY_VALUES_MISMATCH); give the key that belongs to it",
+        etcd_endpoints=HTTPS, etcd_key="{tls}/server-key.pem"),
+    bad("etcd_cert", "{tls}/client.pem", "--etcd-cert and --etcd-key: the certificate '{tls}/client.pem' and the key "
+        "'{tls}/ca.pem' cannot be loaded together (", etcd_endpoints=HTTPS, etcd_key="{tls}/ca.pem"),
+    bad("etcd_key", "client-key.pem", "--etcd-cert and --etcd-key: mutual TLS needs both the certificate and its key"),
+    bad("etcd_key", "{tls}/ca.der", "--etcd-key: '{tls}/ca.der' is not PEM (no '-----BEGIN ' line); give the "
+        "client's private key in PEM, converted from DER with: openssl pkey -inform DER -in KEY -out key.pem",
+        etcd_endpoints=HTTPS, etcd_cert="{tls}/client.pem"),
+    bad("etcd_key", "{tls}/encrypted-key.pem", "--etcd-key: '{tls}/encrypted-key.pem' is encrypted and gRPC takes "
+        "no passphrase; decrypt it with: openssl pkey -in KEY -out key.pem", etcd_endpoints=HTTPS,
+        etcd_cert="{tls}/client.pem"),
+    bad("etcd_key", "{tls}/client-key.pem", "--etcd-cert and --etcd-key: TLS files are for https:// endpoints",
+        etcd_endpoints="http://127.0.0.1:2379", etcd_cert="{tls}/client.pem"),
+    bad("etcd_user", "root", "--etcd-user: expected NAME:PASSWORD"),
+    bad("etcd_user", ":secret", "--etcd-user: expected NAME:PASSWORD"),
+    bad("etcd_user", "root:", "--etcd-user: expected NAME:PASSWORD"),
+    bad("etcd_metrics_urls", "127.0.0.1:2381", "--etcd-metrics-urls: '127.0.0.1:2381' is not a URL; write "
+        "http://HOST:PORT/metrics"),
+    bad("etcd_metrics_urls", ",", "--etcd-metrics-urls: ',' has an empty entry; give URLs separated by single "
+        "commas, or nothing at all for each client URL + /metrics"),
+    bad("etcd_metrics_urls", "http://[::1", "--etcd-metrics-urls: 'http://[::1' is not a URL"),
+    bad("etcd_metrics_interval", -1.0, "--etcd-metrics-interval: -1.0 must be zero or more"),
+    bad("etcd_metrics_interval", math.nan, f"--etcd-metrics-interval: nan {NOT_FINITE} 5.0"),
+    bad("etcd_compact_interval", -1.0, "--etcd-compact-interval: -1.0 must be zero or more"),
+    bad("etcd_compact_interval", math.inf, f"--etcd-compact-interval: inf {NOT_FINITE} 0.0"),
+    bad("etcd_max_request_bytes", 0, "--etcd-max-request-bytes: 0 must be greater than zero"),
+    bad("etcd_max_request_bytes", 2**40, "--etcd-max-request-bytes: 1099511627776 is more than the 16777216 bytes "
+        "(16 MiB) this tool's gRPC channels send"),
+    bad("etcd_sla", "put:p99<<15", "--etcd-sla: 'put:p99<<15' is not a gate"),
+    bad("etcd_sla", "p99<" + "9" * 400 + "ms", "--etcd-sla: '" + "p99<" + "9" * 56 + "'… (406 characters) has a "
+        "threshold of 400 digits, beyond any number"),
+    bad("etcd_sla", LONG, f"--etcd-sla: {SHORT_LONG} is not a gate"),
 ]  # fmt: skip
 # options without a bad value: flags, which are on or off
 NO_BAD_VALUE = {"--etcd-sequential-keys", "--etcd-allow-existing", "--etcd-cleanup", "--etcd-skip-preflight"}
 
 
-@pytest.mark.parametrize("dest, value, message", BAD_OPTIONS, ids=[f"{d}={v!r}" for d, v, _ in BAD_OPTIONS])
-def test_a_bad_value_is_one_line_naming_its_option(dest, value, message):
-    error = one_line_error(SettingsError, settings_from_options, options(**{dest: value}))
-    assert error.startswith(message), error
+@pytest.mark.parametrize("dest, value, message, context", BAD_OPTIONS)
+def test_a_bad_value_is_one_line_naming_its_option(dest, value, message, context, tls):
+    overrides = {name: with_tls_dir(other, tls) for name, other in context.items()}
+    overrides[dest] = with_tls_dir(value, tls)
+    error = one_line_error(SettingsError, settings_from_options, options(**overrides))
+    assert error.startswith(with_tls_dir(message, tls)), error
 
 
 def test_every_option_that_can_be_wrong_has_a_bad_value_above():
-    flags = {"--" + dest.replace("_", "-") for dest, _, _ in BAD_OPTIONS}
+    flags = {"--" + param.values[0].replace("_", "-") for param in BAD_OPTIONS}
     assert flags | NO_BAD_VALUE == {option.flag for option in OPTIONS}
     assert all(isinstance(option.default, bool) for option in OPTIONS if option.flag in NO_BAD_VALUE)
 
 
-@pytest.mark.parametrize("dest", ["etcd_cacert", "etcd_cert", "etcd_key"])
-def test_a_pem_file_that_cannot_be_read_is_named_with_its_option(dest, tmp_path):
-    paths = {name: tmp_path / f"{name}.pem" for name in ("etcd_cacert", "etcd_cert", "etcd_key")}
-    for path in paths.values():
-        path.write_bytes(b"pem")
-    paths[dest] = tmp_path / "missing.pem"
-    error = one_line_error(
-        SettingsError, settings_from_options, options(**{name: str(path) for name, path in paths.items()})
+FLOAT_OPTIONS = [option for option in OPTIONS if isinstance(option.default, float)]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("option", FLOAT_OPTIONS, ids=lambda option: option.flag)
+def test_every_number_option_refuses_nan_and_infinity(option, value):
+    # nan and inf pass every check made with < or ==
+    error = one_line_error(SettingsError, settings_from_options, options(**{option.dest: value}))
+    assert error == f"{option.flag}: {value!r} {NOT_FINITE} {option.default!r}"
+
+
+TEXT_OPTIONS = [option for option in OPTIONS if isinstance(option.default, str)]
+
+
+@pytest.mark.parametrize("option", TEXT_OPTIONS, ids=lambda option: option.flag)
+def test_every_text_option_refuses_text_that_is_not_utf8_in_one_line(option):
+    error = one_line_error(SettingsError, settings_from_options, options(**{option.dest: NOT_UTF8}))
+    assert error.startswith(f"{option.flag}: "), error
+    assert "is not UTF-8 text" in error
+    if option.secret:
+        assert "nb" not in error  # a secret is never quoted
+    else:
+        assert "'/nb\\udcff/'" in error
+
+
+@pytest.mark.parametrize("option", TEXT_OPTIONS, ids=lambda option: option.flag)
+def test_every_text_option_quotes_a_20_kb_value_shortened(option):
+    overrides = {option.dest: LONG}
+    if option.flag in ("--etcd-cacert", "--etcd-cert", "--etcd-key"):
+        overrides.update(etcd_endpoints=HTTPS, etcd_cert=LONG, etcd_key=LONG)
+    error = one_line_error(SettingsError, settings_from_options, options(**overrides))
+    assert error.startswith(("--etcd-", "--etcd-cert and --etcd-key")), error
+    assert "x" * 201 not in error
+
+
+def test_a_long_input_is_shown_by_its_start_and_length():
+    assert shown("/locust-etcd/") == "'/locust-etcd/'"
+    assert shown(LONG) == SHORT_LONG
+    assert shown(LONG.encode()) == "b'" + "x" * 60 + "'… (20000 bytes)"
+    assert shown(12) == "12"
+    assert shown(10**5000) == "a number of 16610 bits"  # str() refuses more than 4300 digits
+
+
+# -- --etcd-prefix: a directory --
+
+
+def test_a_prefix_is_a_directory():
+    assert parse_prefix("/locust-etcd/") == b"/locust-etcd/"
+    assert parse_prefix("/a/b/") == b"/a/b/"
+    assert parse_prefix("/é/") == "/é/".encode()
+    assert parse_prefix("nb/") == b"nb/"  # no leading slash needed: etcd keys are bytes
+
+
+def test_a_prefix_refusal_names_the_option_it_checks():
+    error = one_line_error(SettingsError, parse_prefix, "/nb", "--user-prefix")
+    assert error == (
+        "--user-prefix: '/nb' does not end in '/', and etcd's prefix range of '/nb' also covers other applications' "
+        "keys such as '/nb-sentinel'; give '/nb/'"
     )
+
+
+# -- sizes within etcd's --max-request-bytes --
+
+
+def test_a_put_of_the_largest_value_etcd_takes_is_accepted_and_one_byte_more_refused():
+    largest = 1572864 - REQUEST_OVERHEAD_BYTES - 256
+    assert settings_from_options(options(etcd_val_size=largest)).val_size == largest
+    error = one_line_error(SettingsError, settings_from_options, options(etcd_val_size=largest + 1))
+    assert error.startswith(f"--etcd-val-size: a put of a 256-byte key and a {largest + 1}-byte value is larger")
+
+
+def test_the_user_name_counts_in_a_request():
+    largest = 1572864 - REQUEST_OVERHEAD_BYTES - 256
+    error = one_line_error(SettingsError, settings_from_options, options(etcd_val_size=largest, etcd_user="bench:pw"))
+    assert error.endswith(f"use at most {largest - len('bench')} {RAISE}")
+
+
+def test_a_raised_request_limit_takes_larger_values_and_transactions():
+    settings = settings_from_options(
+        options(etcd_val_size=4 * 1024 * 1024, etcd_max_request_bytes=8 * 1024 * 1024, etcd_txn_ops=1)
+    )
+    assert settings.max_request_bytes == 8 * 1024 * 1024
+    most = (1572864 - REQUEST_OVERHEAD_BYTES + TXN_OP_OVERHEAD_BYTES) // (256 + 1024 + TXN_OP_OVERHEAD_BYTES)
+    assert settings_from_options(options(etcd_txn_ops=most)).txn_ops == most
+    error = one_line_error(SettingsError, settings_from_options, options(etcd_txn_ops=most + 1))
+    assert error.startswith(f"--etcd-txn-ops: a transaction of {most + 1} puts of 256+1024 bytes is larger")
+    assert f"use at most {most} puts" in error
+
+
+# -- TLS files --
+
+
+def test_https_endpoints_take_a_ca_alone_or_a_client_pair(tls):
+    settings = settings_from_options(
+        options(etcd_endpoints=f"{HTTPS},http://10.0.0.2:2379", etcd_cacert=str(tls / "ca.pem"))
+    )
+    assert settings.credentials.root_certificates == (tls / "ca.pem").read_bytes()
+    settings = settings_from_options(
+        options(etcd_endpoints=HTTPS, etcd_cert=str(tls / "client.pem"), etcd_key=str(tls / "client-key.pem"))
+    )
+    assert settings.credentials.private_key == (tls / "client-key.pem").read_bytes()
+
+
+@pytest.mark.parametrize("dest", ["etcd_cacert", "etcd_cert", "etcd_key"])
+def test_a_pem_file_that_cannot_be_read_is_named_with_its_option(dest, tls, tmp_path):
+    paths = {"etcd_cacert": tls / "ca.pem", "etcd_cert": tls / "client.pem", "etcd_key": tls / "client-key.pem"}
+    paths[dest] = tmp_path / "missing.pem"
+    overrides = {name: str(path) for name, path in paths.items()}
+    error = one_line_error(SettingsError, settings_from_options, options(etcd_endpoints=HTTPS, **overrides))
     flag = "--" + dest.replace("_", "-")
     assert error == (
         f"{flag}: cannot read '{tmp_path / 'missing.pem'}' (No such file or directory); give the path of a PEM file"
@@ -183,8 +411,8 @@ def test_a_pem_file_that_cannot_be_read_is_named_with_its_option(dest, tmp_path)
 
 
 def test_endpoints_are_client_urls():
-    assert parse_endpoints("") == parse_endpoints(" , ") == []
-    assert parse_endpoints(" http://127.0.0.1:2379 ,https://etcd-1.example:2379/,, http://[::1]:23790") == [
+    assert parse_endpoints("") == parse_endpoints("  ") == []
+    assert parse_endpoints(" http://127.0.0.1:2379 ,https://etcd-1.example:2379/, http://[::1]:23790") == [
         Endpoint("http://127.0.0.1:2379", secure=False),
         Endpoint("https://etcd-1.example:2379", secure=True),
         Endpoint("http://[::1]:23790", secure=False),
@@ -205,13 +433,30 @@ def test_endpoints_are_client_urls():
         "http://127.0.0.1:2379/v3",  # a path
         "http://:2379",  # no host
         "http://127.0.0.1:2379,unix:///tmp/etcd.sock",
+        "http://[::1",  # urlsplit raises on it
+        "http://[::1]",
+        "http://127.0.0.1:0",
+        "http://user:secret@127.0.0.1:2379",
+        "http://127.0.0.1:2379?x=1",
+        "http://127.0.0.1:2379#x",
+        f"http://{'h' * 254}:2379",  # longer than any DNS name
     ],
 )
 def test_an_endpoint_that_is_not_a_client_url_is_named(text):
     error = one_line_error(SettingsError, parse_endpoints, text)
     bad = text.split(",")[-1]
     assert error == (
-        f"--etcd-endpoints: {bad!r} is not a client URL; write http://HOST:PORT or https://HOST:PORT, comma-separated"
+        f"--etcd-endpoints: {shown(bad)} is not a client URL; write http://HOST:PORT or https://HOST:PORT "
+        "(IPv6: http://[::1]:2379), comma-separated"
+    )
+
+
+@pytest.mark.parametrize("text", [",", " , ", "http://a:1,,http://b:1", "http://a:1,", ",http://a:1"])
+def test_an_endpoint_list_with_an_empty_entry_is_refused_not_a_local_etcd(text):
+    error = one_line_error(SettingsError, parse_endpoints, text)
+    assert error == (
+        f"--etcd-endpoints: {text!r} has an empty entry; give client URLs separated by single commas, or nothing at "
+        "all for a throwaway local etcd"
     )
 
 
@@ -237,9 +482,21 @@ def test_a_mix_keeps_its_order_and_weights():
 def test_a_mix_item_that_is_not_name_weight_is_named(item):
     error = one_line_error(SettingsError, parse_mix, f"put:45,{item}")
     assert error == (
-        f"--etcd-mix: {item!r} is not NAME:WEIGHT with a weight of zero or more and a name among "
+        f"--etcd-mix: {item!r} is not NAME:WEIGHT with a finite weight of zero or more and a name among "
         "put, range, range/linearizable, range/serializable, delete, txn-put"
     )
+
+
+@pytest.mark.parametrize("weight", ["nan", "NaN", "inf", "-inf", "infinity", "1e999"])
+def test_a_mix_weight_that_is_not_finite_is_refused(weight):
+    # nan passed "< 0" and made thousands of IndexErrors (bisect into nan) and no request
+    error = one_line_error(SettingsError, parse_mix, f"put:{weight},range:1")
+    assert error.startswith(f"--etcd-mix: 'put:{weight}' is not NAME:WEIGHT with a finite weight"), error
+
+
+def test_mix_weights_that_add_up_to_infinity_are_refused():
+    error = one_line_error(SettingsError, parse_mix, "put:1e308,range:1e308")
+    assert error == "--etcd-mix: the weights add up to more than a number holds; give e.g. put:45,range:30"
 
 
 @pytest.mark.parametrize("text", ["", " , ", "put:0", "put:0,range:0"])

@@ -1,7 +1,9 @@
 """The load shapes over simulated time: plans, tick() sequences, settings errors and option registration."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads)
+from locust.event import Events
 from locust.runners import WorkerRunner
+from locust.stats import StatsError
 
 import argparse
 import json
@@ -10,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -308,14 +311,60 @@ def test_sine_without_rate_suggests_a_fine_rate():
         ({"shape_sine_amplitude": -1.0}, "--shape-sine-amplitude"),
         ({"shape_baseline_time": "abc"}, "--shape-baseline-time"),
         ({"etcd_user_rate": -1.0}, "--etcd-user-rate"),
+        # what a value means, not only its type: finite, bounded, and quoted shortened
+        *[({"shape_" + name: value}, "--shape-" + name.replace("_", "-"))
+          for name in ("sine_base", "sine_amplitude", "time_scale")
+          for value in (math.nan, math.inf, -math.inf)],
+        ({"etcd_user_rate": math.nan}, "--etcd-user-rate"),
+        ({"etcd_user_rate": math.inf}, "--etcd-user-rate"),
+        ({"shape_baseline_qps": math.inf}, "--shape-baseline-qps"),  # int(inf) overflows
+        ({"shape_baseline_qps": math.nan}, "--shape-baseline-qps"),
+        ({"shape_step_time": 10**12}, "--shape-step-time"),
+        ({"shape_baseline_time": 366 * 86400 + 1}, "--shape-baseline-time"),
+        ({"shape_sine_period": 10**30}, "--shape-sine-period"),
+        ({"shape_warmup": 10**9}, "--shape-warmup"),
+        ({"shape_ladder": "1,2000000"}, "--shape-ladder"),
+        ({"shape_ladder": ",".join(["1"] * 10001)}, "--shape-ladder"),
+        ({"shape_ladder": "1," + "9" * 20000}, "--shape-ladder"),  # beyond int()'s digit limit
+        ({"shape_ladder": "x" * 20000}, "--shape-ladder"),
+        ({"shape_ladder": "1,\udcff"}, "--shape-ladder"),  # bytes that are not UTF-8
+        ({"shape_sine_jitter": "nan,1"}, "--shape-sine-jitter"),
+        ({"shape_sine_jitter": "-inf,inf"}, "--shape-sine-jitter"),
+        ({"shape_sine_jitter": "1,\udcff"}, "--shape-sine-jitter"),
+        ({"shape_sine_jitter": "1," + "2" * 20000}, "--shape-sine-jitter"),
+        ({"shape_seed": "x" * 20000}, "--shape-seed"),
     ],
-)
+)  # fmt: skip
 def test_bad_settings_are_one_line_naming_the_option(overrides, flag):
     with pytest.raises(ShapeSettingsError) as caught:
         settings(**overrides)
     message = str(caught.value)
     assert message.startswith(flag + ":"), message
     assert "\n" not in message
+    assert len(message) < 300, message  # a 20 kB value is quoted by its start and its length
+
+
+@pytest.mark.parametrize(
+    ("shape_class", "overrides", "start"),
+    [
+        # a million steps of 1 QPS: the plan alone would take the master's memory
+        (StepSpikeShape, {"shape_step_qps": 1, "shape_max_qps": 10**9}, "--shape-step-qps: steps of 1 QPS from 100"),
+        (SineWaveShape, {"shape_sine_cycles": 10**6, "shape_sine_step": 1}, "--shape-sine-step: 1 s steps over"),
+        # a level of a billion users: Locust would try to spawn them
+        (StepSpikeShape, {"shape_spike_qps": 10**9}, "--etcd-user-rate: level 'spike' targets 1e+09 QPS"),
+        (SineWaveShape, {"shape_sine_base": 1e300}, "--etcd-user-rate: level 'sine 1' targets 1e+300 QPS"),
+        (ConcurrencyLadderShape, {"shape_time_scale": 1e300}, "--shape-time-scale: 1e+300 makes a plan of"),
+        (SineWaveShape, {"shape_sine_period": 366 * 86400, "shape_sine_cycles": 2, "shape_sine_step": 86400},
+         "--shape-sine-cycles, --shape-*-time: the plan would last"),
+    ],
+)  # fmt: skip
+def test_a_plan_beyond_what_locust_can_run_is_one_line(shape_class, overrides, start):
+    shape = shape_class()
+    with pytest.raises(ShapeSettingsError) as caught:
+        shape.build_plan(settings(etcd_user_rate=10.0, **overrides))
+    message = str(caught.value)
+    assert message.startswith(start), message
+    assert "\n" not in message and len(message) < 300, message
 
 
 def test_settings_error_at_tick_then_recovery(caplog):
@@ -380,7 +429,10 @@ def test_shape_json_record(tmp_path):
         "spawn_rate": 4.0,
         "warmup": True,
         "started_at": record["levels"][0]["started_at"],
+        "running_at": None,  # no runner here to spawn the users
+        "errors": None,
     }
+    assert record["sla"] is None
     assert record["levels"][0]["started_at"] is not None
     assert record["levels"][1]["started_at"] is None
     planned_warmup_end = record["warmup_end"]
@@ -396,6 +448,76 @@ def test_shape_json_record(tmp_path):
     assert record["warmup_end"] == entered["baseline"]
     assert record["ended_at"] is not None
     assert [level["qps"] for level in record["levels"][1:]] == [100] + DEFAULT_STEPS + [3000]
+
+
+def test_shape_records_when_each_level_is_running_and_its_failures(tmp_path):
+    """running_at comes from Locust's spawning_complete with the level's user count; a level with the same users
+    as the running one before it is running from its entry; errors are Locust's failures from running_at to the
+    level's end; sla is the run's --etcd-sla text."""
+    prefix = tmp_path / "run"
+    shape, clock = make_shape(ConcurrencyLadderShape, shape_ladder="4,4,8", shape_step_time=10, csv_prefix=str(prefix))
+    shape.runner.environment.parsed_options.etcd_sla = "put:p99<15ms"
+    shape.runner.environment.events = Events()
+    errors: dict = {}
+    shape.runner.stats = SimpleNamespace(errors=errors)
+
+    def fail(name: str, error: str, times: int) -> None:
+        entry = errors.setdefault((name, error), StatsError("etcd", name, error))
+        entry.occurrences += times
+
+    def record() -> dict:
+        return json.loads(Path(f"{prefix}_shape.json").read_text())
+
+    fail("put", "etcdserver: leader changed", 5)  # before the first level is running: not counted
+    tick_at(shape, clock, 0)
+    shape.runner.environment.events.spawning_complete.fire(user_count=2)  # part-way: not the level's count
+    assert record()["levels"][0]["running_at"] is None
+    shape.runner.environment.events.spawning_complete.fire(user_count=4)
+    first = record()["levels"][0]
+    assert first["started_at"] <= first["running_at"] <= time.time()
+    fail("put", "etcdserver: too many requests", 3)
+    fail("range/serializable", "etcdserver: too many requests", 1)
+    fail("put", "etcdserver: request timed out", 4)
+
+    tick_at(shape, clock, 10)  # ladder 2: 4 users again, already running
+    levels = record()["levels"]
+    assert levels[1]["running_at"] == levels[1]["started_at"]
+    assert levels[0]["errors"] == [
+        {"name": "put", "error": "etcdserver: request timed out", "occurrences": 4},
+        {"name": "put", "error": "etcdserver: too many requests", "occurrences": 3},
+        {"name": "range/serializable", "error": "etcdserver: too many requests", "occurrences": 1},
+    ]
+    assert levels[1]["errors"] is None  # not ended yet
+
+    tick_at(shape, clock, 20)  # ladder 3: 8 users to spawn
+    assert record()["levels"][2]["running_at"] is None
+    assert record()["levels"][1]["errors"] == []
+    shape.runner.environment.events.spawning_complete.fire(user_count=8)
+    fail("put", "etcdserver: too many requests", 2)
+    tick_at(shape, clock, 30)  # plan complete
+    final = record()
+    assert final["sla"] == "put:p99<15ms"
+    assert final["levels"][2]["running_at"] <= final["ended_at"]
+    assert final["levels"][2]["errors"] == [{"name": "put", "error": "etcdserver: too many requests", "occurrences": 2}]
+    shape.runner.environment.events.spawning_complete.fire(user_count=8)  # after the end: ignored
+    assert record() == final
+
+
+def test_a_master_whose_workers_have_not_reported_marks_the_level_at_the_tick_that_sees_them(tmp_path):
+    """The master fires spawning_complete when its wait for the workers' reports expires, too: the runner's user
+    count, as the workers reported it, must agree; else the next tick that sees the count marks the level."""
+    prefix = tmp_path / "run"
+    shape, clock = make_shape(ConcurrencyLadderShape, shape_ladder="4,8", shape_step_time=10, csv_prefix=str(prefix))
+    shape.runner.environment.events = Events()
+    shape.runner.user_count = 0
+    tick_at(shape, clock, 0)
+    shape.runner.environment.events.spawning_complete.fire(user_count=4)  # reports not in: 0 users known
+    assert json.loads(Path(f"{prefix}_shape.json").read_text())["levels"][0]["running_at"] is None
+    shape.runner.user_count = 4
+    before = time.time()
+    tick_at(shape, clock, 1)
+    running_at = json.loads(Path(f"{prefix}_shape.json").read_text())["levels"][0]["running_at"]
+    assert before <= running_at <= time.time()
 
 
 def test_new_run_rebuilds_plan_from_current_options():

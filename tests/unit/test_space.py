@@ -1,0 +1,295 @@
+"""The db against its quota and the history's compaction, without etcd: the growth rate and the time left, the 80 %
+warning and the NOSPACE alarm's text, the compaction schedule, the local etcd's quota and compaction flags. Real
+members filling up are ``tests/e2e/test_space.py``."""
+
+import locust  # noqa: F401  (gevent patching before anything else loads)
+
+import argparse
+import logging
+from types import SimpleNamespace
+
+import pytest
+
+from etcd_users.cluster import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
+from etcd_users.compaction import CompactionSchedule
+from etcd_users.plugin import EtcdPlugin
+from etcd_users.reporting.server_metrics import DB_SIZE, QUOTA, Scrape
+from etcd_users.reporting.space import (
+    Alarms,
+    QuotaWatch,
+    SpaceWatch,
+    alarm_message,
+    alarm_summary,
+    format_duration,
+    growth_rate,
+    quota_warning,
+    recovery_commands,
+    seconds_left,
+)
+from etcd_users.settings import OPTIONS, settings_from_options
+
+MIB = 1024**2
+GIB = 1024**3
+
+# -- growth and time left -------------------------------------------------------------------------------------
+
+
+def test_growth_rate_is_bytes_per_second_from_the_first_to_the_last_poll():
+    assert growth_rate([(100.0, 1000.0), (105.0, 6000.0), (110.0, 21000.0)]) == 2000.0
+    assert growth_rate([(100.0, 5000.0), (110.0, 3000.0)]) == -200.0  # a defragmented db shrinks
+    assert growth_rate([(100.0, 1000.0)]) is None
+    assert growth_rate([]) is None
+    assert growth_rate([(100.0, 1000.0), (100.0, 2000.0)]) is None
+
+
+def test_seconds_left_at_the_current_pace():
+    assert seconds_left(80.0, 100.0, 2.0) == 10.0
+    assert seconds_left(100.0, 100.0, 2.0) == 0.0
+    assert seconds_left(120.0, 100.0, None) == 0.0
+    assert seconds_left(80.0, 100.0, 0.0) is None
+    assert seconds_left(80.0, 100.0, -1.0) is None
+    assert seconds_left(80.0, 100.0, None) is None
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.4, "0 s"), (19.2, "19 s"), (89, "89 s"), (170, "3 min"), (5339, "89 min"), (9000, "2.5 h")]
+)
+def test_durations_read_as_seconds_minutes_or_hours(seconds, text):
+    assert format_duration(seconds) == text
+
+
+# -- the 80 % warning -----------------------------------------------------------------------------------------
+
+
+def test_the_warning_names_the_member_the_share_the_pace_and_the_way_out():
+    db, quota = 0.803 * 2 * GIB, 2 * GIB
+    rate = 21.4 * MIB
+    assert quota_warning("http://127.0.0.1:2379", db, quota, rate) == (
+        "etcd http://127.0.0.1:2379: db 1.6 GiB is 80.3 % of its 2.0 GiB quota, growing 21.4 MiB/s: full in about "
+        "19 s; compact (--etcd-compact-interval) or raise --quota-backend-bytes"
+    )
+    assert quota_warning("m", 0.9 * quota, quota, 0.0).endswith(
+        "90.0 % of its 2.0 GiB quota, not growing now; compact (--etcd-compact-interval) or raise --quota-backend-bytes"
+    )
+    assert ", full; compact" in quota_warning("m", quota, quota, None)
+
+
+def test_one_warning_per_member_once_two_polls_give_the_pace():
+    watch = QuotaWatch()
+    quota = 10 * MIB
+    assert watch.observe("a", 0.0, 7 * MIB, quota) is None  # below 80 %
+    assert watch.observe("a", 1.0, 8.5 * MIB, quota) == (
+        "etcd a: db 8.5 MiB is 85.0 % of its 10.0 MiB quota, growing 1.5 MiB/s: full in about 1 s; compact "
+        "(--etcd-compact-interval) or raise --quota-backend-bytes"
+    )
+    assert watch.observe("a", 2.0, 9 * MIB, quota) is None  # once per member
+    # a member already past the share at its first poll waits for a second one, to tell the pace
+    assert watch.observe("b", 0.0, 9 * MIB, quota) is None
+    assert "9.0 MiB is 90.0 %" in watch.observe("b", 5.0, 9 * MIB, quota)
+    assert watch.observe("c", 0.0, None, quota) is None  # a scrape without the db size
+    assert watch.observe("d", 0.0, 9 * MIB, None) is None  # nor the quota
+    assert watch.warned == {"a", "b"}
+
+
+def test_the_pace_is_taken_over_the_last_polls_only():
+    watch = QuotaWatch(polls=3)
+    quota = 100.0
+    for second, size in enumerate([0.0, 10.0, 20.0, 21.0, 22.0]):
+        assert watch.observe("a", float(second), size, quota) is None
+    warning = watch.observe("a", 5.0, 82.0, quota)  # over (3 s, 21 B) … (5 s, 82 B): 30.5 B/s
+    assert "growing 30 B/s: full in about 1 s" in warning, warning
+
+
+# -- the NOSPACE alarm ----------------------------------------------------------------------------------------
+
+
+def test_recovery_is_compact_defragment_every_member_then_disarm():
+    endpoints = ["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"]
+    assert recovery_commands(endpoints, 123456) == [
+        "etcdctl --endpoints http://10.0.0.1:2379 compact 123456",
+        "etcdctl --endpoints http://10.0.0.1:2379,http://10.0.0.2:2379,http://10.0.0.3:2379 defrag",
+        "etcdctl --endpoints http://10.0.0.1:2379 alarm disarm",
+    ]
+    [compact, *_] = recovery_commands(endpoints[:1], None, " --cacert CA.pem")
+    assert compact.startswith("etcdctl --cacert CA.pem --endpoints http://10.0.0.1:2379 compact REVISION   # ")
+
+
+def test_the_alarm_message_says_what_happens_to_the_run_and_how_to_recover():
+    message = alarm_message(["http://127.0.0.1:2379"], ["http://127.0.0.1:2379"], 77)
+    first, *commands = message.splitlines()
+    assert first.startswith(
+        "etcd NOSPACE alarm on http://127.0.0.1:2379: the db reached its quota and etcd refuses every write with "
+        "'mvcc: database space exceeded' until the alarm is disarmed"
+    )
+    assert "the run goes on, counting them as failures" in first
+    assert [command.strip() for command in commands] == recovery_commands(["http://127.0.0.1:2379"], 77)
+    assert alarm_summary(["http://127.0.0.1:2379"]).startswith("NOSPACE alarm on http://127.0.0.1:2379: ")
+    assert "\n" not in alarm_summary([])
+
+
+class FakeProbe:
+    """Answers the Alarm RPC with what the test sets in ``alarms`` (an ``Alarms``, or an error to raise)."""
+
+    def __init__(self) -> None:
+        self.alarms: Alarms | Exception = Alarms((), 1)
+        self.closed = False
+
+    def run(self, work):
+        if isinstance(self.alarms, Exception):
+            raise self.alarms
+        return self.alarms
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def watch_of(endpoints: str, errors: tuple[str, ...] = ()) -> SpaceWatch:
+    options = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
+    options.etcd_endpoints = endpoints
+    stats = SimpleNamespace(errors={index: SimpleNamespace(error=error) for index, error in enumerate(errors)})
+    watch = SpaceWatch(settings_from_options(options), SimpleNamespace(stats=stats))
+    watch.probe = FakeProbe()
+    return watch
+
+
+def space_records(caplog, level: int) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "etcd_users.reporting.space" and r.levelno == level]
+
+
+def test_the_alarm_is_logged_once_per_run_shown_while_raised_and_cleared_when_disarmed(caplog):
+    caplog.set_level(logging.INFO)
+    watch = watch_of("http://10.0.0.1:2379,http://10.0.0.2:2379")
+    plugin = EtcdPlugin(True)
+    plugin.space_watch = watch
+    watch.after_poll(0.0, [])
+    assert plugin.alarm is None and space_records(caplog, logging.ERROR) == []
+    watch.probe.alarms = Alarms((("NOSPACE", "http://10.0.0.2:2379"),), 4242)
+    watch.after_poll(1.0, [])
+    watch.after_poll(2.0, [])
+    [error] = space_records(caplog, logging.ERROR)
+    assert error.startswith("etcd NOSPACE alarm on http://10.0.0.2:2379: ")
+    assert error.splitlines()[1:] == [
+        "    etcdctl --endpoints http://10.0.0.1:2379 compact 4242",
+        "    etcdctl --endpoints http://10.0.0.1:2379,http://10.0.0.2:2379 defrag",
+        "    etcdctl --endpoints http://10.0.0.1:2379 alarm disarm",
+    ]
+    assert plugin.alarm == alarm_summary(["http://10.0.0.2:2379"])
+    watch.probe.alarms = Alarms((), 5000)
+    watch.after_poll(3.0, [])
+    assert plugin.alarm is None
+    assert "etcd: the NOSPACE alarm is disarmed; writes are accepted again" in space_records(caplog, logging.INFO)
+    watch.probe.alarms = Alarms((("NOSPACE", "http://10.0.0.2:2379"),), 6000)
+    watch.after_poll(4.0, [])
+    assert plugin.alarm is not None and len(space_records(caplog, logging.ERROR)) == 1  # once per run
+    watch.close()
+    assert watch.probe.closed
+
+
+def test_refused_writes_are_the_alarm_when_the_members_cannot_be_asked(caplog):
+    watch = watch_of("http://10.0.0.1:2379", errors=("DEADLINE_EXCEEDED", "etcdserver: mvcc: database space exceeded"))
+    watch.probe.alarms = TimeoutError()
+    watch.after_poll(0.0, [])
+    watch.probe.alarms = RuntimeError("the etcd transport is closed")
+    watch.after_poll(1.0, [])
+    watch.after_poll(2.0, [])
+    assert space_records(caplog, logging.WARNING) == [
+        "etcd alarms: could not ask the members (DEADLINE_EXCEEDED); the run goes on",
+        "etcd alarms: could not ask the members (RuntimeError: the etcd transport is closed); the run goes on",
+    ]  # one per kind
+    [error] = space_records(caplog, logging.ERROR)
+    assert error.startswith("etcd NOSPACE alarm (writes fail with it): ")
+    assert "    etcdctl --endpoints http://10.0.0.1:2379 compact REVISION   # REVISION: " in error
+    assert watch.alarm == alarm_summary([])
+
+
+def test_each_member_past_80_percent_is_warned_once_from_the_polls(caplog):
+    watch = watch_of("http://10.0.0.1:2379")
+    full = Scrape(values={DB_SIZE: 9 * MIB, QUOTA: 10 * MIB})
+    watch.after_poll(0.0, [("http://10.0.0.1:2379", Scrape(values={DB_SIZE: 1 * MIB, QUOTA: 10 * MIB}))])
+    watch.after_poll(8.0, [("http://10.0.0.1:2379", full), ("http://10.0.0.2:2379", "no answer within 1s")])
+    watch.after_poll(9.0, [("http://10.0.0.1:2379", full)])
+    [warning] = space_records(caplog, logging.WARNING)
+    assert warning.startswith(
+        "etcd http://10.0.0.1:2379: db 9.0 MiB is 90.0 % of its 10.0 MiB quota, growing 1.0 MiB/s"
+    )
+
+
+# -- the compaction schedule ----------------------------------------------------------------------------------
+
+
+def test_compaction_picks_the_newest_revision_noted_at_least_the_interval_ago():
+    schedule = CompactionSchedule(10.0, started=0.0)
+    for second in range(0, 10):
+        schedule.note(float(second), 1000 + 100 * second)
+        assert schedule.due(float(second)) is None  # not before the interval has passed since the start
+    schedule.note(10.0, 2000)
+    assert schedule.due(10.0) == 1000  # the revision of 10 s ago
+    schedule.compacted(10.0, 1000)
+    for second in range(11, 20):
+        schedule.note(float(second), 1000 + 100 * second)
+        assert schedule.due(float(second)) is None  # every 10 s, not every tick
+    schedule.note(20.0, 3000)
+    assert schedule.due(20.0) == 2000
+    schedule.compacted(20.0, 2000)
+    schedule.note(25.0, 3500)
+    schedule.note(30.5, 4000)
+    assert schedule.due(30.5) == 3000  # noted at 20 s: the newest at least 10 s before 30.5 s, not 25 s's
+
+
+def test_compaction_skips_a_revision_already_compacted_and_a_quiet_cluster():
+    schedule = CompactionSchedule(5.0, started=0.0)
+    schedule.note(0.0, 50)
+    schedule.note(4.0, 50)
+    assert schedule.due(5.0) == 50
+    schedule.compacted(5.0, 50)
+    schedule.note(9.0, 50)  # nothing written since
+    assert schedule.due(10.0) is None
+    schedule.note(0.0, 0)  # no revision known (a failed Status) is not noted
+    assert schedule.due(20.0) is None
+
+
+def test_compaction_slack_absorbs_a_timer_that_wakes_a_little_early():
+    schedule = CompactionSchedule(1.0, started=0.0, slack=0.125)
+    schedule.note(0.0, 10)
+    schedule.note(0.25, 20)
+    assert schedule.due(0.99) == 10
+    with pytest.raises(ValueError):
+        CompactionSchedule(0.0, started=0.0)
+
+
+# -- the local etcd's quota and compaction --------------------------------------------------------------------
+
+
+def test_the_local_quota_is_8_gib_or_half_the_free_disk():
+    assert QUOTA_BYTES == 8 * GIB
+    assert fitting_quota(100 * GIB) == 8 * GIB
+    assert fitting_quota(10 * GIB + 12345) == 5 * GIB
+    assert fitting_quota(10 * MIB) == 5 * MIB
+    assert fitting_quota(0) == MIB
+
+
+def test_the_local_etcd_compacts_every_5s_unless_told_otherwise():
+    assert AUTO_COMPACTION_RETENTION == "5s"
+    cluster = LocalCluster(1)
+    cluster.quota_bytes = 8 * GIB  # as start() sets it
+    assert cluster._space_args() == [
+        "--quota-backend-bytes", str(8 * GIB), "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "5s"
+    ]  # fmt: skip
+    assert cluster.describe_space() == "quota 8.0 GiB, history compacted every 5s"
+    small = LocalCluster(1, quota_bytes=4 * MIB, auto_compaction_retention=None)
+    assert small._space_args() == ["--quota-backend-bytes", str(4 * MIB)]
+    assert small.describe_space() == "quota 4.0 MiB, no auto-compaction"
+    assert LocalCluster(1, auto_compaction_retention="0").auto_compaction_retention is None
+    with pytest.raises(ValueError, match="quota_bytes"):
+        LocalCluster(1, quota_bytes=0)
+
+
+def test_flags_given_as_extra_args_win():
+    cluster = LocalCluster(1, extra_args=["--quota-backend-bytes=2097152", "--auto-compaction-retention", "1m"])
+    cluster.quota_bytes = 8 * GIB
+    assert cluster._space_args() == []
+    assert cluster.describe_space() == "quota 2.0 MiB, history compacted every 1m"
+    revision = LocalCluster(1, extra_args=["-auto-compaction-mode", "revision", "--auto-compaction-retention", "1000"])
+    revision.quota_bytes = GIB
+    assert revision._space_args() == ["--quota-backend-bytes", str(GIB)]
+    assert revision.describe_space() == "quota 1.0 GiB, history compacted to the last 1000 revisions"
