@@ -20,6 +20,7 @@ import time
 from collections import deque
 
 import gevent
+import gevent.event
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
@@ -105,6 +106,7 @@ class Compactor:
         self.compactions = 0
         self._warned: set[str] = set()
         self._greenlet: gevent.Greenlet | None = None
+        self._stopping = gevent.event.Event()
 
     def tick(self) -> None:
         """Note the revision; compact when due. Failures are warned once per kind; nothing is raised."""
@@ -135,11 +137,11 @@ class Compactor:
     def _run(self) -> None:
         started = time.monotonic()
         steps = 0
-        while True:
+        while not self._stopping.is_set():
             self.tick()
             # a fixed schedule; ticks missed while one was slow are skipped, not made up
             steps = max(steps + 1, int((time.monotonic() - started) / self.step) + 1)
-            gevent.sleep(max(0.0, started + steps * self.step - time.monotonic()))
+            self._stopping.wait(max(0.0, started + steps * self.step - time.monotonic()))
 
     def start(self) -> None:
         self._greenlet = gevent.spawn(self._run)
@@ -147,7 +149,10 @@ class Compactor:
     def stop(self) -> None:
         """Stop compacting and close the connections."""
         if self._greenlet is not None:
-            self._greenlet.kill(block=True, timeout=5.0)
+            # let a compaction in flight finish, so the count says what the members did
+            self._stopping.set()
+            self._greenlet.join(timeout=5.0)
+            self._greenlet.kill(block=True, timeout=1.0)
             self._greenlet = None
             logger.info(
                 "etcd compaction: %d compaction%s, the last at revision %d",
