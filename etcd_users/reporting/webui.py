@@ -253,11 +253,11 @@ class EtcdTabs:
 
     def endpoints(self) -> list[dict[str, Any]]:
         alarm = self.alarm()
+        if not alarm:
+            return self._member_rows()
         # etcd refuses every write until the alarm is disarmed: the first row says so, above the members
-        alarm_rows = [dict.fromkeys(("load", "conns", "leaderchanges", "checked"), "")] if alarm else []
-        for row in alarm_rows:
-            row.update(name="ALARM", role=alarm)
-        return alarm_rows + self._member_rows()
+        row = {"name": "ALARM", "role": alarm, "load": "", "conns": "", "leaderchanges": "", "checked": ""}
+        return [row, *self._member_rows()]
 
     def _member_rows(self) -> list[dict[str, Any]]:
         settings = self.run_settings()
