@@ -7,6 +7,8 @@ With no --etcd-endpoints a throwaway local etcd is started. ``python -m etcd_use
 
 from etcd_users import (  # noqa: F401  (Locust collects the User classes from this module)
     EtcdDeleteUser,
+    EtcdKubernetesNodeUser,
+    EtcdKubernetesUser,
     EtcdLeaseUser,
     EtcdMixedUser,
     EtcdPutUser,

@@ -15,8 +15,11 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.benchmark_report import summary
+from analysis.breach import capture_lines
+from analysis.client import ADVICE, add_client_columns
 from analysis.levels import CSV_DECIMALS as LEVEL_CSV_DECIMALS
 from analysis.levels import DISPLAY_DECIMALS as LEVEL_DISPLAY_DECIMALS
+from analysis.levels import advice as levels_advice
 from analysis.levels import json_document, measure_levels, parse_sla, sentences
 from analysis.levels import notes as levels_notes
 from analysis.levels import table as levels_table
@@ -75,7 +78,9 @@ def compare_parser() -> argparse.ArgumentParser:
         "requests in the run's history, after the warm-up cut. A run with PREFIX_etcd_metrics.csv adds the server "
         "columns fsync P99 (ms) (the worst poll interval of any member), leader changes (the most any member "
         "counted), RSS growth (MB) and db growth (MB) (last minus first poll, the largest member), over the polls "
-        "after the warm-up cut, and with --out the chart server_metrics.png/.svg. A run with PREFIX_shape.json (a "
+        "after the warm-up cut, and with --out the chart server_metrics.png/.svg. A run with PREFIX_client_cpu.csv "
+        "adds client CPU (%) (the busiest Locust process) and bound: client when a process used or waited for 90 % "
+        "of a core or more, so that the figures measure the load generator, not etcd. A run with PREFIX_shape.json (a "
         "load shape) adds a table per level, each measured from the moment its users were all running to its end, "
         "judged by --sla and by achieved >= 95%% of planned QPS, and a last line with the capacity and the first "
         "breach; with --out levels.md, levels.csv, levels.json and the chart levels.png/.svg.",
@@ -188,7 +193,9 @@ def run_compare(args: argparse.Namespace) -> int:
         raise AnalysisError(f"none of the runs has requests named {', '.join(names or [])}")
     table = comparison_table(measured, baseline.label if baseline else None)
     table, server_notes = add_server_columns(table, measured)
+    table, client_notes, client_bound_runs = add_client_columns(table, measured)
     notes = [run.window_note for run in measured] + [note for run in measured for note in run.notes] + server_notes
+    notes += client_notes
     print(markdown_table(table))
     if notes:
         print()
@@ -202,6 +209,16 @@ def run_compare(args: argparse.Namespace) -> int:
         print(markdown_notes(level_notes))
         print()
         print("\n".join(sentences(level_runs)))
+    # beside the first breach: what the members gave when a gate first failed (--etcd-profile-on-breach)
+    captures = [line for run in runs for line in capture_lines(run.prefix, run.label if len(runs) > 1 else None)]
+    if captures:
+        print()
+        print("\n".join(captures))
+    # the load generator, not etcd, set the figures of a run or a level: say what to do, once, last
+    advice = [ADVICE] if client_bound_runs else levels_advice(level_runs)
+    if advice:
+        print()
+        print("\n".join(advice))
     if args.out:
         # matplotlib is only needed here; the other commands start faster without it.
         from analysis.charts import level_chart, write_charts
@@ -209,13 +226,14 @@ def run_compare(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         errors = errors_table(runs)
         charts = write_charts(measured, table, args.out)
-        write_markdown(table, notes, args.out / "comparison.md", TITLE)
+        write_markdown(table, notes + advice, args.out / "comparison.md", TITLE)
         write_csv(table, args.out / "comparison.csv")
         write_csv(errors, args.out / "errors.csv")
-        write_html(table, errors, notes, charts, args.out / "report.html", TITLE)
+        write_html(table, errors, notes + advice, charts, args.out / "report.html", TITLE)
         print(f"wrote comparison.md, comparison.csv, errors.csv, report.html and charts to {args.out}", file=sys.stderr)
         if level_runs:
-            closing = "\n".join(sentences(level_runs))
+            extra = ([""] + captures if captures else []) + ([""] + advice if advice else [])
+            closing = "\n".join(sentences(level_runs) + extra)
             level_markdown = [markdown_table(level_table, LEVEL_DISPLAY_DECIMALS), markdown_notes(level_notes), closing]
             (args.out / "levels.md").write_text(
                 "\n\n".join([f"# {LEVELS_TITLE}", *level_markdown]) + "\n", encoding="utf-8"

@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from analysis.client import CLIENT
 from analysis.levels import FAIL, RunLevels, latency_unit_ms
 from analysis.measure import RunMeasurement, run_start
 from analysis.server import MB, interval_rates, leader_change_times, member_series
@@ -290,12 +291,13 @@ def _cell_value(row: dict, column: str) -> float:
 
 def level_chart(runs: list[RunLevels], stem: Path) -> list[Path]:
     """Per level of each run: planned (dashed, hollow) and achieved QPS above, the latency percentiles below on a log
-    axis with the latency gates as horizontal lines; failing levels marked with a red X (and shaded for one run)."""
+    axis with the latency gates as horizontal lines; failing levels marked with a red X (and shaded for one run),
+    client-bound levels with an orange triangle."""
     longest = max(runs, key=lambda run: len(run.levels))
     names = [level.window.name for level in longest.levels]
     figure = Figure(figsize=(max(8.0, 2.0 + 0.6 * len(names)), 7.5), layout="constrained")
     qps_axes, latency_axes = figure.subplots(2, 1, sharex=True)
-    failed_marked = False
+    failed_marked = bound_marked = False
     for index, run in enumerate(runs):
         color = COLORS[index % len(COLORS)]
         x = list(range(len(run.levels)))
@@ -323,6 +325,15 @@ def level_chart(runs: list[RunLevels], stem: Path) -> list[Path]:
                 for position in failing:
                     for axes in (qps_axes, latency_axes):
                         axes.axvspan(position - 0.5, position + 0.5, color="red", alpha=0.08, linewidth=0)
+        # the load generator ran out of CPU there: the level measured it, not etcd
+        bound = [position for position, level in enumerate(run.levels) if level.bound == CLIENT]
+        if bound:
+            label = "client-bound level" if not bound_marked else None
+            qps_axes.plot(
+                bound, [achieved[i] for i in bound], "^", color="darkorange", markersize=12, markerfacecolor="none",
+                label=label,
+            )  # fmt: skip
+            bound_marked = True
     gates = dict.fromkeys(gate for run in runs for gate in run.gates)
     for gate in gates:
         threshold = latency_unit_ms(gate)

@@ -4,10 +4,10 @@ A run made with one of the shapes (``shapes/``) has ``PREFIX_shape.json``: the p
 entered (``started_at``), when its users were all running (``running_at``) and the failure labels Locust counted from
 then to its end (``errors``). Each level is measured over its steady part:
 
-- the window starts when the level's users are all running and ends with the level (the next entered level's start,
-  else the shape's ``ended_at``, else the run's last request). Records written before ``running_at`` existed get an
-  estimate instead (entry + the time Locust's dispatcher takes for the change of users, `spawn_seconds`), said so in
-  the notes. Warm-up levels are left out;
+- the window starts when the level's users are all running and ends with the level (its own ``ended_at``, else the
+  next entered level's start, else the shape's ``ended_at``, else the run's last request). Records written before
+  ``running_at`` existed get an estimate instead (entry + the time Locust's dispatcher takes for the change of users,
+  `spawn_seconds`), said so in the notes. Warm-up levels are left out;
 - only the whole seconds inside the window count (a second of the history is [T, T+1)): a second that began before
   the users were all running, or ended after the next level began, is in no level. Requests and failures are the
   sums of those seconds of ``PREFIX_latency_history.csv``; the percentiles come from the hlog intervals of the same
@@ -20,28 +20,34 @@ Each level is judged by the gates (``--sla``, else the run's own ``--etcd-sla`` 
 `etcd_users.reporting.sla.evaluate` on the window's histograms and counts, and a QPS level also by its achieved QPS
 against 95 % of planned. Capacity is the highest load (planned QPS, or users for closed-loop rungs) whose level passed
 with every judged level of lower load passing; the first breach is the failing level of lowest load.
+
+With ``PREFIX_client_cpu.csv`` (or the intended-time series) each level also says whether the load generator limited
+it (``analysis.client``): ``client_cpu_pct`` is the busiest client process's CPU over the window, ``bound`` is
+``client`` (client-bound), ``schedule`` (the users fell behind their schedule while etcd answered within the gates),
+``server`` (failed with the clients' CPU to spare) or empty, and the verdict text says ``(client-bound)`` or
+``(behind schedule)``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
+from analysis import client
 from analysis.hlog import EDGE_S, inside, merge_windows
 from analysis.load import AnalysisError, Run, error_label
 from analysis.measure import EXACT, LOCUST, RunMeasurement, request_names
 from analysis.server import MB, member_series
 from analysis.timeseries import Timeline
 from etcd_users import hdr
-from etcd_users.files import AGGREGATED, SERVICE, tag_text
+from etcd_users.files import AGGREGATED, INTENDED, SERVICE, tag_text
+from etcd_users.reporting.level_verdicts import KEEP_UP  # the rule the live verdicts apply during the run
 from etcd_users.reporting.sla import Measurements, evaluate
 from etcd_users.settings import LATENCY_UNITS, Gate, SlaError, parse_gates
 
-KEEP_UP = 0.95
-"""A QPS level fails when it achieved less than this share of its planned QPS."""
 TOP_ERRORS = 3
 
 PASS = "pass"
@@ -53,9 +59,12 @@ PERCENTILE_COLUMNS = {"p50_ms": 50.0, "p90_ms": 90.0, "p95_ms": 95.0, "p99_ms": 
 # Locust's history columns for the same percentiles (its last 10 s, whole ms) and the maximum
 _LOCUST_PERCENTILES = {"p50_ms": "50%", "p90_ms": "90%", "p95_ms": "95%", "p99_ms": "99%", "p999_ms": "99.9%"}
 SERVER_COLUMNS = ("fsync_p99_ms", "rss_mb_per_min")
+# the busiest client process's CPU and what limited the level (analysis.client)
+CLIENT_COLUMNS = ("client_cpu_pct", "bound")
 COLUMNS = (
     *("run", "level", "name", "planned_users", "planned_qps", "window_s", "achieved_qps"),
     *("requests", "failures", "error_pct", *PERCENTILE_COLUMNS, "max_ms", "top_errors"),
+    *CLIENT_COLUMNS,
     *SERVER_COLUMNS,
     *("verdict", "breaches", "source"),
 )
@@ -64,20 +73,21 @@ DISPLAY_DECIMALS = {
     "error_pct": 2,
     **dict.fromkeys((*PERCENTILE_COLUMNS, "max_ms", "fsync_p99_ms"), 3),
     "rss_mb_per_min": 2,
+    "client_cpu_pct": 1,
 }
 CSV_DECIMALS = {**DISPLAY_DECIMALS, "achieved_qps": 3, "error_pct": 4, "rss_mb_per_min": 4}
 
 WINDOW_NOTE = (
     "Each level is measured from the moment its users were all running (the shape's running_at, from Locust's "
-    "spawning_complete) to its end (the next level's start, or the run's end), over the whole seconds inside that "
-    "window (window_s): requests and failures from _latency_history.csv, percentiles from the hlog intervals of those "
-    "seconds merged into one histogram (not averaged over seconds), achieved_qps = requests / window_s. Warm-up "
-    "levels are left out."
+    "spawning_complete) to its end (as recorded, else the next level's start, or the run's end), over the whole "
+    "seconds inside that window (window_s): requests and failures from _latency_history.csv, percentiles from the "
+    "hlog intervals of those seconds merged into one histogram (not averaged over seconds), achieved_qps = requests / "
+    "window_s. Warm-up levels are left out."
 )
 KEEP_UP_NOTE = (
     f"A QPS level also fails when its achieved QPS is below {100 * KEEP_UP:g} % of planned: the load generator "
-    "or the server could not keep up (planned_users x --etcd-user-rate is offered; see the server columns and the "
-    "generator's CPU to tell which)."
+    "or the server could not keep up (planned_users x --etcd-user-rate is offered); with the client CPU recorded the "
+    "breach and the bound column say which (client, schedule or server)."
 )
 ERRORS_NOTE = (
     "top_errors: the most frequent failure labels from the level's users all running to its end, as Locust counted "
@@ -137,6 +147,8 @@ def level_windows(
         started = _number(level.get("started_at"))
         later = [_number(other.get("started_at")) for other in levels[position + 1 :]]
         end = next((moment for moment in later if moment is not None), None)
+        if level.get("ended_at") is not None:
+            end = _number(level["ended_at"])  # its own end: a searching shape may hold the load between levels
         if end is None:
             end = _number(ended_at) if ended_at is not None else run_end
         users = int(level.get("users") or 0)
@@ -220,6 +232,8 @@ class LevelResult:
     checks: list[Check]
     verdict: str
     achieved_qps: float | None
+    bound: str = ""  # analysis.client: CLIENT, SCHEDULE, SERVER or ""
+    client_cpu_pct: float | None = None  # the busiest client process's mean CPU over the window, % of one core
 
     @property
     def failed(self) -> list[Check]:
@@ -242,6 +256,7 @@ class RunLevels:
     breach: LevelResult | None
     notes: list[str] = field(default_factory=list)
     server: bool = False
+    client: bool = False  # the run has the client CPU or the intended series: the client columns say something
 
     @property
     def judged(self) -> bool:
@@ -266,9 +281,12 @@ class RunLevels:
             capacity = f"capacity: none (the lowest judged level, {lowest}, failed) under {under}"
         else:
             capacity = f"capacity: {_load_text(self.capacity)} ({self.capacity.window.name}) under {under}"
+            if self.capacity.bound == client.CLIENT:
+                capacity += " (client-bound: a figure of the load generator, not etcd)"
         if self.breach is None:
             return f"{capacity}; no level breached"
-        return f"{capacity}; first breach at {self.breach.window.name}: {self.first_breach.short}"
+        limited = _BREACH_BOUND.get(self.breach.bound, "")
+        return f"{capacity}; first breach at {self.breach.window.name}: {self.first_breach.short}{limited}"
 
     def summary(self) -> dict:
         """The run's entry in ``levels.json`` (without its rows)."""
@@ -292,9 +310,19 @@ class RunLevels:
                 "measured": breach.measured,
                 "shown": breach.short,
                 "all": [check.short for check in self.breach.failed],
+                "bound": self.breach.bound,
             },
+            "client_bound_levels": [level.window.name for level in self.levels if level.bound == client.CLIENT],
             "summary": self.sentence(),
         }
+
+
+_BREACH_BOUND = {
+    client.CLIENT: " (client-bound: the load generator ran out of CPU, not etcd)",
+    client.SCHEDULE: " (the users fell behind their schedule while etcd answered in time)",
+}
+# the verdict text of a row whose level the client limited
+_VERDICT_BOUND = {client.CLIENT: " (client-bound)", client.SCHEDULE: " (behind schedule)"}
 
 
 def _capacity_qps(level: LevelResult) -> float | None:
@@ -427,10 +455,15 @@ def measure_levels(
     results = []
     for window in measured_windows:
         per_name = _histograms_by_name(histograms.get(window.number), available, series) if exact else None
-        results.append(_measure_level(run, window, line, available, shown, per_name, gates, metrics))
+        by_series = {
+            kind: _histograms_by_name(histograms.get(window.number), available, kind) if exact else {}
+            for kind in (SERVICE, INTENDED)
+        }
+        results.append(_measure_level(run, window, line, available, shown, per_name, gates, metrics, by_series))
     capacity, breach = capacity_and_breach(results)
     levels = RunLevels(run.label, str(run.shape.get("shape", "")), results, gates, gates_from, capacity, breach)
     levels.server = metrics is not None
+    levels.client = run.client_cpu is not None or (run.latency is not None and INTENDED in set(run.latency["Series"]))
     levels.notes = notes + _notes(run, windows, levels, line, exact)
     for window in measured_windows:
         if window.start is not None and window.start == first_request and window.running_at < first_request:
@@ -488,6 +521,7 @@ def _measure_level(
     histograms: dict[str, HdrHistogram] | None,
     gates: tuple[Gate, ...],
     metrics,
+    by_series: dict[str, dict[str, HdrHistogram]] | None = None,
 ) -> LevelResult:
     exact = histograms is not None
     base = {"run": run.label, "level": window.name, "planned_users": window.users, "planned_qps": window.qps}
@@ -522,6 +556,20 @@ def _measure_level(
         data = None
     checks = judge(window, gates, data, achieved, exact)
     level_verdict = verdict(checks)
+    found = client.busiest(run.client_cpu, window.seconds)
+    service, intended = ((by_series or {}).get(kind) or {} for kind in (SERVICE, INTENDED))
+    runaway = client.ran_away(_p99_ms(intended.values()), _p99_ms(service.values()))
+    within = _service_within_gates(gates, data, service) if runaway else True
+    level_bound = client.bound(found, runaway, within, level_verdict == FAIL)
+    cpu_pct = None if found is None else found.cpu_pct
+    if level_bound:
+        said = client.why(level_bound, found)
+        checks = [
+            replace(check, shown=f"{check.shown}; {said}")
+            if check.gate == "keep-up" and check.passed is False
+            else check
+            for check in checks
+        ]
     breaches = "; ".join(check.short for check in checks if check.passed is False)
     unjudged = [check.short for check in checks if check.passed is None]
     if unjudged and level_verdict != FAIL:
@@ -541,8 +589,10 @@ def _measure_level(
             "failures": failures,
             "error_pct": 100.0 * failures / requests if requests else None,
             "top_errors": _top_errors(window.errors, name),
+            "client_cpu_pct": cpu_pct,
+            "bound": level_bound,
             **server,
-            "verdict": level_verdict,
+            "verdict": level_verdict + _VERDICT_BOUND.get(level_bound, ""),
             "breaches": breaches,
             "source": EXACT if exact else LOCUST,
         }
@@ -551,7 +601,26 @@ def _measure_level(
         else:
             row.update(_locust_latencies(run, inside_rows, name, line.per_name))
         rows.append(row)
-    return LevelResult(window, duration, rows, checks, level_verdict, achieved)
+    return LevelResult(window, duration, rows, checks, level_verdict, achieved, level_bound, cpu_pct)
+
+
+def _p99_ms(histograms) -> float | None:
+    """The P99 of the histograms merged (all names), in ms; None without a successful request."""
+    merged = hdr.merge(histograms)
+    if merged is None or not merged.get_total_count():
+        return None
+    return hdr.percentiles_us(merged, [99.0])[0] / 1000.0
+
+
+def _service_within_gates(gates: tuple[Gate, ...], data: Measurements | None, service: dict) -> bool:
+    """Every latency gate passed on the service time (whatever series the level was judged on)."""
+    latency_gates = [gate for gate in gates if gate.metric in ("percentile", "mean", "max")]
+    if not latency_gates:
+        return True
+    if data is None:
+        return False
+    on_service = Measurements(service, data.requests, data.failures, data.duration_s)
+    return all(evaluate(gate, on_service).passed is not False for gate in latency_gates)
 
 
 def _totals(rows: pd.DataFrame, per_name: bool) -> pd.DataFrame:
@@ -662,7 +731,12 @@ def _notes(run: Run, windows: list[LevelWindow], levels: RunLevels, line: Timeli
 
 def table(runs: list[RunLevels]) -> pd.DataFrame:
     """All rows of all runs; the server columns only when some run has ``_etcd_metrics.csv``."""
-    columns = [column for column in COLUMNS if column not in SERVER_COLUMNS or any(run.server for run in runs)]
+    columns = [
+        column
+        for column in COLUMNS
+        if (column not in SERVER_COLUMNS or any(run.server for run in runs))
+        and (column not in CLIENT_COLUMNS or any(run.client for run in runs))
+    ]
     rows = [row for run in runs for level in run.levels for row in level.rows]
     frame = pd.DataFrame(rows, columns=list(columns))
     for column in ("planned_users", "requests", "failures"):
@@ -679,6 +753,8 @@ def notes(runs: list[RunLevels]) -> list[str]:
         shared.append(KEEP_UP_NOTE)
     if any(row.get("top_errors") for run in runs for level in run.levels for row in level.rows):
         shared.append(ERRORS_NOTE)
+    if any(run.client for run in runs):
+        shared.append(client.LEVEL_NOTE)
     if any(run.server for run in runs):
         shared.append(SERVER_NOTE)
     return shared + [note for run in runs for note in run.notes]
@@ -691,6 +767,16 @@ def sentences(runs: list[RunLevels]) -> list[str]:
     return [f"{run.run}: {run.sentence()}" for run in runs]
 
 
+def advice(runs: list[RunLevels]) -> list[str]:
+    """One line of advice when a level measured the load generator (client-bound, or behind its schedule)."""
+    bounds = {level.bound for run in runs for level in run.levels}
+    if client.CLIENT in bounds:
+        return [client.ADVICE]
+    if client.SCHEDULE in bounds:
+        return [client.SCHEDULE_ADVICE]
+    return []
+
+
 def json_document(runs: list[RunLevels], frame: pd.DataFrame, all_notes: list[str]) -> dict:
     """``levels.json``: per run its capacity, first breach and rows; a single run's summary also at the top."""
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
@@ -701,7 +787,8 @@ def json_document(runs: list[RunLevels], frame: pd.DataFrame, all_notes: list[st
         document["runs"].append(entry)
     if len(runs) == 1:
         summary = runs[0].summary()
-        for key in ("capacity_qps", "capacity_level", "capacity_users", "first_breach", "summary"):
+        keys = ("capacity_qps", "capacity_level", "capacity_users", "first_breach", "client_bound_levels", "summary")
+        for key in keys:
             document[key] = summary[key]
     document["notes"] = all_notes
     return document

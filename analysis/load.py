@@ -41,6 +41,7 @@ class Run:
     hlog_path: Path | None = None
     shape: dict | None = None
     etcd_metrics: pd.DataFrame | None = None  # the members' /metrics polled during the run
+    client_cpu: pd.DataFrame | None = None  # each Locust process's CPU per second
 
     def path(self, kind: str) -> Path:
         return Path(self.prefix + SUFFIXES[kind])
@@ -81,6 +82,7 @@ def load_run(prefix: str, label: str | None = None) -> Run:
         run.hlog_path = run.path("hlog")
     run.shape = _read_shape(run)
     run.etcd_metrics = read_etcd_metrics(run.path("etcd_metrics"))
+    run.client_cpu = _read_csv(run, "client_cpu")
 
     if total_requests(run) == 0:
         source = run.path("latency") if run.latency is not None else run.path("stats")
@@ -138,6 +140,8 @@ def read_etcd_metrics(path: Path) -> pd.DataFrame | None:
 def _writer(kind: str) -> str:
     if kind == "etcd_metrics":
         return "this tool's server metrics poller (--etcd-metrics-interval)"
+    if kind == "client_cpu":
+        return "this tool's client CPU sampler"
     return "this tool's etcd users" if kind.startswith("latency") else "Locust (--csv)"
 
 

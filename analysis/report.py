@@ -22,6 +22,7 @@ DISPLAY_DECIMALS = {
     "avg ×": 2,
     "RSS growth (MB)": 1,
     "db growth (MB)": 1,
+    "client CPU (%)": 1,
 }
 CSV_DECIMALS = {
     "QPS": 3,

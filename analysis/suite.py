@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import client
 from analysis.load import AnalysisError, Run, load_run
 from analysis.measure import RunMeasurement, Warmup, measure_run, request_names
 from analysis.report import html_page, inline_svg, markdown_notes, write_csv
@@ -204,6 +205,9 @@ def _measure(run: Run, names: list[str] | None, warmup: Warmup, series: str, not
         return RunMeasurement(run, [], None, None, None, "")
     measured = measure_run(run, wanted, warmup, series)
     notes.extend(measured.notes)
+    found = client.run_busiest(measured)
+    if client.client_bound(found):
+        notes.append(client.bound_note(run.label, found))
     return measured
 
 

@@ -24,6 +24,8 @@ _EXPORTS = {
     "EtcdClient": "etcd_users.client",
     "KeyOutsidePrefixError": "etcd_users.client",
     "EtcdDeleteUser": "etcd_users.users",
+    "EtcdKubernetesNodeUser": "etcd_users.users",
+    "EtcdKubernetesUser": "etcd_users.users",
     "EtcdLeaseUser": "etcd_users.users",
     "EtcdMixedUser": "etcd_users.users",
     "EtcdPutUser": "etcd_users.users",

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 ERROR_PREFIX = "locust-etcd: error: "
+SHOWN_MATCHES = 4
+"""Flags named in the error for an ambiguous abbreviation; the rest are counted."""
 _NUMBER_WORDS = {int: "a whole number", float: "a number"}
 
 
@@ -138,7 +140,9 @@ def error_line(message: str, routed: dict[str, str], flags: Sequence[str]) -> st
         if _family(flag) not in families:
             return None
         if kind == "ambiguous option: ":
-            return f"{ERROR_PREFIX}{flag}: could match {rest.partition(' could match ')[2]}"
+            matches = rest.partition(" could match ")[2].split(", ")
+            more = f" and {len(matches) - SHOWN_MATCHES} more" if len(matches) > SHOWN_MATCHES else ""
+            return f"{ERROR_PREFIX}{flag}: could match {', '.join(matches[:SHOWN_MATCHES])}{more}"
         close = difflib.get_close_matches(flag, list(flags), n=1)
         return f"{ERROR_PREFIX}{flag}: no such option{f' (did you mean {close[0]}?)' if close else ''}"
     return None

@@ -140,10 +140,12 @@ class LocalCluster:
         tls: ClusterTLS | None = None,
         quota_bytes: int | None = None,
         auto_compaction_retention: str | None = AUTO_COMPACTION_RETENTION,
+        enable_pprof: bool = False,
     ) -> None:
         """``quota_bytes``: each member's ``--quota-backend-bytes`` (None: ``QUOTA_BYTES``, bounded by the data dir's
         free disk); ``auto_compaction_retention``: periodic auto-compaction (``5s``, ``1m``; None or ``0``: none, etcd's
-        own default). Either flag given in ``extra_args`` wins."""
+        own default). Either flag given in ``extra_args`` wins. ``enable_pprof``: each member serves Go's
+        /debug/pprof on its client URL (``--enable-pprof``)."""
         if members not in (1, 3):
             raise ValueError(f"members must be 1 or 3, not {members!r}")
         if quota_bytes is not None and quota_bytes <= 0:
@@ -152,6 +154,7 @@ class LocalCluster:
         self.name = name
         self.extra_args = list(extra_args)
         self.tls = tls
+        self.enable_pprof = enable_pprof
         self._quota_asked = quota_bytes
         self.quota_bytes: int | None = quota_bytes  # what the members run with, once started
         retention = (auto_compaction_retention or "").strip()
@@ -456,6 +459,8 @@ class LocalCluster:
         if self.tls is not None:
             command += [*self.tls.server_args(), "--listen-metrics-urls", member.metrics_base_url]
         command += self._space_args()
+        if self.enable_pprof and "--enable-pprof" not in self.extra_args:
+            command.append("--enable-pprof")
         command += self.extra_args
         if member.log_file is not None:
             member.log_file.close()
@@ -694,6 +699,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=AUTO_COMPACTION_RETENTION,
         help=f"compact the history older than this, periodically (default {AUTO_COMPACTION_RETENTION}; 0: never)",
     )
+    parser.add_argument(
+        "--enable-pprof", action="store_true", help="serve Go's /debug/pprof on each member's client URL"
+    )
     tls = parser.add_argument_group("TLS on the client URLs (https://; /metrics and /health stay on a plain port)")
     tls.add_argument("--cert-file", help="server certificate (PEM), valid for 127.0.0.1")
     tls.add_argument("--key-file", help="server private key (PEM)")
@@ -739,6 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tls=cluster_tls,
         quota_bytes=args.quota_backend_bytes,
         auto_compaction_retention=args.auto_compaction_retention,
+        enable_pprof=args.enable_pprof,
     )
     running = False
     stop_requested = False

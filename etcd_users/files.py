@@ -20,7 +20,9 @@ SUFFIXES = {
     "latency_history": "_latency_history.csv",
     "hlog": "_latency.hlog",
     "shape": "_shape.json",
+    "capacity": "_capacity.json",  # shapes.capacity: the capacity search's result
     "etcd_metrics": "_etcd_metrics.csv",
+    "client_cpu": "_client_cpu.csv",
 }
 
 # The name of the all-requests row, in Locust's CSVs and in ours.
@@ -106,6 +108,29 @@ ETCD_METRICS_REQUIRED_COLUMNS = (
     *("DbSizeBytes", "RssBytes", "CpuSeconds", "FsyncP99Ms", "Error"),
 )
 
+# -- the members at the first breach (etcd_users.reporting.breach): a directory, PREFIX_breach/ --
+
+BREACH_DIRECTORY_SUFFIX = "_breach"  # a directory, not a file: kept out of SUFFIXES
+BREACH_CAPTURE = "capture.json"  # why, when, and each member's files (or why not) under their host_port directory
+# kind -> file name in PREFIX_breach/<host_port>/; the .pb.gz files are gzipped pprof protobufs (go tool pprof)
+BREACH_FILES = {
+    "profile": "profile.pb.gz",
+    "goroutine": "goroutine.txt",
+    "heap": "heap.pb.gz",
+    "metrics": "metrics.txt",
+}
+
+# -- each Locust process's own CPU, once a second (etcd_users.latency.client_cpu) --
+
+# Timestamp: the unix second T of the interval [T, T+1) (longer when the process was too busy to sample on time);
+# Process: MASTER_PROCESS, LOCAL_PROCESS (a run without workers) or a worker's id (Locust's client_id);
+# CpuPct: the CPU the process used over the interval, in percent of one core (all its threads: above 100 is possible);
+# WaitPct: the time its users' thread was ready to run but waited for a CPU (Linux run queue), in percent of the
+# interval; empty where the system does not say.
+CLIENT_CPU_COLUMNS = ("Timestamp", "Process", "CpuPct", "WaitPct")
+MASTER_PROCESS = "master"
+LOCAL_PROCESS = "local"
+
 # -- the columns each reader requires, by file kind --
 
 REQUIRED_COLUMNS = {
@@ -116,11 +141,13 @@ REQUIRED_COLUMNS = {
     "latency": LATENCY_SUMMARY_COLUMNS[:-2],  # First and Last came later; older files lack them
     "latency_history": LATENCY_HISTORY_COLUMNS,
     "etcd_metrics": ETCD_METRICS_REQUIRED_COLUMNS,
+    "client_cpu": CLIENT_CPU_COLUMNS[:3],  # WaitPct is optional
 }
 # Columns read as text; every other column of a CSV is numeric.
 TEXT_COLUMNS = frozenset(
     {"Type", "Name", "Series", "Method", "Error", "Message", "Traceback", "Nodes", "First Seen", "Last Seen"}
     | {"Member", "GrpcRequests"}
+    | {"Process"}
 )
 
 # -- the load shape's record (shapes.base) --

@@ -10,6 +10,7 @@ from locust.event import Events
 from locust.runners import MasterRunner, WorkerRunner
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -20,8 +21,21 @@ import greenlet
 from etcd_users import compaction, session
 from etcd_users.arguments import add_option_group
 from etcd_users.cluster import ClusterError
+from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.reporting import end_of_run, final_stats, preflight, server_metrics, sla, space, webui
+from etcd_users.reporting import (
+    breach,
+    end_of_run,
+    exporter,
+    final_stats,
+    junit,
+    preflight,
+    server_metrics,
+    sla,
+    space,
+    step_summary,
+    webui,
+)
 from etcd_users.settings import (
     OPTIONS,
     OPTIONS_DESCRIPTION,
@@ -68,6 +82,11 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
     return plugin
 
 
+def installed(events: Events) -> "EtcdPlugin | None":
+    """The plugin ``install`` wired into ``events``; None when the tool is not installed."""
+    return getattr(events, _INSTALLED, None)
+
+
 class EtcdPlugin:
     """The state of one process across runs, and what each event does with it."""
 
@@ -75,6 +94,7 @@ class EtcdPlugin:
         self.etcd = etcd
         self.environment = None
         self.recorder = LatencyRecorder()
+        self.client_cpu = ClientCpu()  # this process's CPU once a second, and on a master its workers'
         self.target = TargetCluster()
         # the master's (or single process's) settings of the current run; workers take theirs from their options
         self.run_settings: EtcdSettings | None = None
@@ -84,8 +104,11 @@ class EtcdPlugin:
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
         self.results: list[sla.Result] = []  # judged at quitting, printed at quit
         self.tabs: webui.EtcdTabs | None = None  # the web UI's etcd tabs, on a master or single process with one
+        self.exporter: exporter.Exporter | None = None  # --etcd-prometheus-port, on a master or single process
         self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
         self.started_at = time.time()  # a file older than this is a previous run's
+        self.breach_capture: breach.Capture | None = None  # the members at the current run's first breach
+        self.breached = False  # the current run has had its breach (captured or not): later ones change nothing
 
     # -- start-up --
 
@@ -97,6 +120,7 @@ class EtcdPlugin:
         """Check the options and the cluster before anything runs; bad input ends the process with one line."""
         self.environment = environment
         self.recorder.environment = environment
+        self.client_cpu.environment = environment
         _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
         if not self._has_etcd_options(environment) or isinstance(runner, WorkerRunner):
             return  # workers take their options from the master when a run starts
@@ -104,7 +128,15 @@ class EtcdPlugin:
         available = environment.available_user_classes or {}
         if no_class_named(options.user_classes, available, options.headless or options.autostart):
             self._fail(no_class_message(available, environment.parsed_locustfiles or ()))
+        # a load shape's options (shapes.base.PlannedShape), before a local etcd starts for a run that cannot be
+        shape_error = getattr(environment.shape_class, "options_error", None)
+        if shape_error is not None and not getattr(options, "class_picker", False):
+            error = shape_error(options)
+            if error:
+                self._fail(error)
         try:
+            if getattr(options, "etcd_junit", ""):
+                junit.check_path(options.etcd_junit)  # now, not after the run
             settings = self.target.settings(environment.parsed_options)
             check_prefix_free(settings)
         except (SettingsError, EndpointError, ClusterError) as error:
@@ -112,6 +144,11 @@ class EtcdPlugin:
         self.run_settings = settings
         self._show_endpoints_as_host(environment, settings)
         # informs only (versions, db size against quota, fsync P99 under a short burst); never stops the run
+        try:
+            is_master = isinstance(runner, MasterRunner)
+            self.exporter = exporter.start(environment, web_ui, self.recorder, lambda: self.run_settings, is_master)
+        except exporter.ExporterError as error:
+            self._fail(str(error))
         preflight.report(settings, environment.parsed_options, with_probe)
         if web_ui is not None:
             self.tabs = webui.install(environment, web_ui, self.recorder, lambda: self.run_settings, lambda: self.alarm)
@@ -121,6 +158,7 @@ class EtcdPlugin:
     def on_test_start(self, environment, **_kwargs) -> None:
         """A new run may come with new options (the web UI's form, or the master's): reconnect with them."""
         self.recorder.on_test_start()
+        self.client_cpu.on_test_start()
         if not self._has_etcd_options(environment):
             return
         is_worker = isinstance(environment.runner, WorkerRunner)
@@ -144,7 +182,33 @@ class EtcdPlugin:
             self.space_watch = space.SpaceWatch(settings, environment)
             self.poller = server_metrics.start_polling(environment, settings, self.space_watch)
             self.compactor = compaction.start_compacting(settings)
+            self.breached = False
+            if settings.profile_on_breach > 0 and not getattr(options, "csv_prefix", None):
+                logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
         session.drop_if_changed(environment, settings)
+
+    def on_breach(self, why: str) -> None:
+        """A gate failed during the run (the live judging calls this): the members' side, once per run.
+
+        Returns at once; with ``--etcd-profile-on-breach`` and ``--csv`` the capture runs in its own greenlet.
+        Only the master or the single process captures: workers see none of the members' side.
+        """
+        environment = self.environment
+        if self.breached or not self.etcd or environment is None or isinstance(environment.runner, WorkerRunner):
+            return
+        self.breached = True
+        settings = self.run_settings
+        if settings is None or settings.profile_on_breach <= 0:
+            return
+        if self.breach_capture is not None and self.breach_capture.running():
+            return  # a previous run's capture still writes the same directory
+        prefix = getattr(environment.parsed_options, "csv_prefix", None)
+        if not prefix:
+            return  # said once when the run started
+        try:
+            self.breach_capture = breach.start_capture(prefix, settings, why, environment.parsed_options)
+        except Exception as error:  # a capture never stops a run
+            logger.warning("breach capture: not started: %s", server_metrics.one_line(error))
 
     def on_spawning_complete(self, **_kwargs) -> None:
         self.recorder.on_spawning_complete()
@@ -154,9 +218,11 @@ class EtcdPlugin:
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
         self.recorder.on_report_to_master(data)
+        self.client_cpu.on_report_to_master(data)
 
     def on_worker_report(self, client_id, data, **_kwargs) -> None:
-        self.recorder.on_worker_report(data)
+        self.recorder.on_worker_report(data, client_id)
+        self.client_cpu.on_worker_report(client_id, data)
 
     def on_test_stop(self, environment, **_kwargs) -> None:
         self._stop_polling()  # with a last row per member: the state at the end
@@ -170,6 +236,10 @@ class EtcdPlugin:
         runner = environment.runner
         if isinstance(runner, MasterRunner) and len(runner.greenlet):
             runner.quit()  # the workers' last reports first (Locust's own listener would do it after this one)
+        # a shape judging its levels live (shapes.base.PlannedShape) judges those still waiting, on the final figures
+        judge_levels = getattr(environment.shape_class, "judge_remaining_levels", None)
+        if judge_levels is not None and not isinstance(runner, WorkerRunner):
+            judge_levels()
         self.results = self._judge(environment) if self.etcd and self.ran else []
         self.recorder.on_quitting()
         if not isinstance(runner, WorkerRunner):
@@ -178,8 +248,17 @@ class EtcdPlugin:
     def on_quit(self, **_kwargs) -> None:
         # on quit, not quitting: Locust fires quitting before it stops users, whose calls would then fail
         self.recorder.on_quit()  # the exact files, whole: the workers' last reports are in
+        self.client_cpu.on_quit()
+        self._finish_breach_capture()  # while the local etcd still runs, and before the files are listed
+        try:
+            self._pipeline_reports()  # before the files are listed: the JUnit report is one of them
+        except Exception:  # a report never stops the clean-up below
+            logger.exception("locust-etcd: could not write the JUnit report or the step summary")
         self._end_of_run()
         sla.print_results(self.results)  # after Locust's summary tables, where a pipeline's log ends
+        if self.exporter is not None:
+            self.exporter.stop()
+            self.exporter = None
         self._stop_polling()  # before the clean-up and the local etcd's end
         self._stop_compacting()
         if not self.etcd:
@@ -201,9 +280,52 @@ class EtcdPlugin:
         final_stats.at_quit(environment)
         options = environment.parsed_options
         json_file = getattr(options, "json_file", None)
+        prefix = getattr(options, "csv_prefix", None)
         reports = (getattr(options, "html_file", None), f"{json_file}.json" if json_file else None)
-        paths = end_of_run.run_files(getattr(options, "csv_prefix", None), reports, since=self.started_at)
+        reports += (breach.capture_file(prefix) if prefix else None,)  # its directory holds the members' files
+        reports += (getattr(options, "etcd_junit", None) or None,)
+        paths = end_of_run.run_files(prefix, reports, since=self.started_at)
         end_of_run.print_summary(self.recorder.snapshot(), paths)
+
+    def _pipeline_reports(self) -> None:
+        """``--etcd-junit`` and ``$GITHUB_STEP_SUMMARY``, on a master or single process, whether gates failed or not
+        (the exit code stays the run's)."""
+        environment = self.environment
+        if environment is None or not self._has_etcd_options(environment):
+            return
+        if isinstance(environment.runner, WorkerRunner):
+            return
+        options = environment.parsed_options
+        junit_path = getattr(options, "etcd_junit", "")
+        summary = os.environ.get(step_summary.ENV_VAR) if self.ran else None
+        if not junit_path and not summary:
+            return
+        try:
+            gates = parse_gates(getattr(options, "etcd_sla", "") or "")
+        except SlaError:  # said when judging
+            gates = ()
+        shape = environment.shape_class
+        if not self.ran:
+            why_not_judged = "no run started"
+        elif not getattr(shape, "judges_whole_run", True):
+            why_not_judged = "the shape judges its gates per probe, not on the whole run"
+        else:
+            why_not_judged = "not judged on the whole run"
+        levels = junit.recorded_levels(shape)
+        if junit_path:
+            started_at = getattr(environment.stats, "start_time", None) if self.ran else None
+            document = junit.report(
+                gates,
+                self.results,
+                levels,
+                started_at=started_at,
+                duration_s=time.time() - started_at if started_at else 0.0,
+                why_not_judged=why_not_judged,
+            )
+            junit.write(junit_path, document)
+        if summary:
+            rows = self.recorder.snapshot()
+            step_summary.append(step_summary.markdown(rows, gates, self.results, levels, why_not_judged), summary)
 
     # -- helpers --
 
@@ -224,12 +346,22 @@ class EtcdPlugin:
         except SlaError as error:  # only the web UI's form can get here; the command line is checked at start
             logger.error("locust-etcd: error: %s", error)
             return []
+        if not getattr(environment.shape_class, "judges_whole_run", True):
+            return []  # a capacity search mixes passing and failing probes: its gates are judged per probe
         return sla.judge(environment, self.recorder, gates) if gates else []
 
     def _stop_polling(self) -> None:
         if self.poller is not None:
             self.poller.stop()
             self.poller = None
+
+    def _finish_breach_capture(self) -> None:
+        capture = self.breach_capture
+        if capture is None or not capture.running():
+            return
+        logger.info("breach capture: waiting up to %.0fs for the members' profiles", capture.deadline)
+        if not capture.wait(capture.deadline + 1.0):
+            logger.warning("breach capture: unfinished at exit; see %s", capture.directory)
 
     def _stop_compacting(self) -> None:
         if self.compactor is not None:

@@ -60,6 +60,12 @@ OPTIONS = (
         "makes the exit code 3.",
     ),
     Option(
+        "--etcd-junit",
+        "",
+        "Write the SLA gates (and a shape's per-level verdicts) as a JUnit XML report to this file when the run ends, "
+        "for CI test reports; the file is written whether gates fail or not. Empty: none.",
+    ),
+    Option(
         "--etcd-local-members",
         1,
         "Members of the local etcd started when no endpoints are given: 1 or 3.",
@@ -143,6 +149,79 @@ OPTIONS = (
         "Seconds between compactions of etcd's history during the run, each at the revision of that many seconds ago "
         "(like benchmark put --compact-interval; 0: off), by the master only. Compaction is cluster-wide: use it on a "
         "cluster whose history you may drop. The local etcd compacts itself every 5 s.",
+    ),
+    Option(
+        "--etcd-profile-on-breach",
+        0.0,
+        "When a gate first fails during a run, take a CPU profile of that many seconds (0: off; at most 300), the "
+        "goroutines, the heap and /metrics of every member into PREFIX_breach/ (with --csv PREFIX only), in the "
+        "background. The members need etcd's --enable-pprof.",
+    ),
+    Option(
+        "--etcd-local-pprof",
+        False,
+        "Start the local etcd's members with --enable-pprof (for --etcd-profile-on-breach).",
+    ),
+    Option(
+        "--etcd-prometheus-port",
+        0,
+        "Serve the run's live metrics for Prometheus at http://HOST:PORT/metrics from the master or the single "
+        "process (0: off; HOST is --web-host), and at /etcd/metrics of the web UI (see Prometheus and Grafana).",
+    ),
+    Option(
+        "--etcd-prometheus-window",
+        10,
+        "Seconds of the latest merged latencies behind the exporter's exact quantiles and its SLA gates (1 to 3600).",
+    ),
+)
+
+
+# Kubernetes-shaped traffic (EtcdKubernetesUser, EtcdKubernetesNodeUser; etcd_users/kubernetes/): --etcd-k8s-*
+OPTIONS += (
+    Option(
+        "--etcd-k8s-objects",
+        "pods:5000,configmaps:1000,leases:200",
+        "Objects of the Kubernetes workload as RESOURCE:COUNT,…, written before the run (only the missing ones) "
+        "under PREFIX/RESOURCE/NAMESPACE/NAME.",
+    ),
+    Option("--etcd-k8s-namespaces", 10, "Namespaces the objects of each resource are spread over."),
+    Option(
+        "--etcd-k8s-object-size",
+        "2048:8192",
+        "Bytes of each object written: MIN:MAX drawn uniformly, or one size such as 4096.",
+    ),
+    Option("--etcd-k8s-page-size", 500, "Objects per page of a list (kube-apiserver's limit=500)."),
+    Option(
+        "--etcd-k8s-read-mix",
+        "get:5,get-stale:2,get-at-rev:8,list-stale:5,list-and-watch:80",
+        "Read weights of EtcdKubernetesUser as NAME:WEIGHT,… with names get, get-stale, get-at-rev, list-stale, "
+        "list-and-watch, count (default: etcd's robustness Kubernetes traffic).",
+    ),
+    Option(
+        "--etcd-k8s-write-mix",
+        "update:90,delete:5,create:5",
+        "Write weights of EtcdKubernetesUser as NAME:WEIGHT,… with names update, delete, create.",
+    ),
+    Option("--etcd-k8s-rw-ratio", 1.0, "Reads per write of EtcdKubernetesUser (0: writes only)."),
+    Option("--etcd-k8s-nodes", 100, "Nodes whose lease EtcdKubernetesNodeUser renews (in namespace kube-node-lease)."),
+    Option("--etcd-k8s-lease-period", 10.0, "Seconds between two renewals of a node's lease (the kubelet's 10 s)."),
+    Option(
+        "--etcd-k8s-compact-interval",
+        300.0,
+        "Seconds between compactions by the master during a Kubernetes run, as kube-apiserver compacts every 5 min "
+        "(0: off). Compaction is cluster-wide: it runs on the local etcd, or on the endpoints given only with "
+        "--etcd-k8s-compact-allowed.",
+    ),
+    Option(
+        "--etcd-k8s-compact-allowed",
+        False,
+        "Let --etcd-k8s-compact-interval compact the cluster of --etcd-endpoints (its whole history, every key).",
+    ),
+    Option(
+        "--etcd-k8s-prefill-seconds",
+        600.0,
+        "At most this long writing the missing objects before a Kubernetes run (not measured); the run then "
+        "goes on with what exists.",
     ),
 )
 
@@ -316,6 +395,142 @@ def parse_gates(text: str) -> tuple[Gate, ...]:
     return tuple(parse_gate(part) for part in text.split(",") if part.strip())
 
 
+# -- Kubernetes-shaped traffic (--etcd-k8s-*), read by etcd_users.kubernetes --
+
+K8S_READS = ("get", "get-stale", "get-at-rev", "list-stale", "list-and-watch", "count")
+K8S_WRITES = ("update", "delete", "create")
+K8S_MAX_OBJECTS = 10_000_000  # per resource: the process keeps every object's revision in memory
+K8S_MAX_NAMESPACES = 10_000  # ns-0000 … ns-9999
+K8S_MAX_NODES = 1_000_000
+# a Kubernetes resource is a lower-case DNS label (pods, configmaps, leases, …): the second segment of its keys
+_K8S_RESOURCE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class KubeSettings:
+    """The ``--etcd-k8s-*`` options; the defaults are those of the options (a unit test holds them equal)."""
+
+    objects: tuple[tuple[str, int], ...] = (("pods", 5000), ("configmaps", 1000), ("leases", 200))
+    namespaces: int = 10
+    object_size: tuple[int, int] = (2048, 8192)  # uniform between the two, both included
+    page_size: int = 500
+    read_mix: tuple[tuple[str, float], ...] = (
+        ("get", 5.0),
+        ("get-stale", 2.0),
+        ("get-at-rev", 8.0),
+        ("list-stale", 5.0),
+        ("list-and-watch", 80.0),
+    )
+    write_mix: tuple[tuple[str, float], ...] = (("update", 90.0), ("delete", 5.0), ("create", 5.0))
+    rw_ratio: float = 1.0  # reads per write
+    nodes: int = 100
+    lease_period: float = 10.0
+    compact_interval: float = 300.0
+    compact_allowed: bool = False
+    prefill_seconds: float = 600.0
+
+
+def parse_k8s_objects(text: str) -> tuple[tuple[str, int], ...]:
+    """``pods:5000,configmaps:1000`` into (("pods", 5000), ("configmaps", 1000))."""
+    objects: list[tuple[str, int]] = []
+    for item in _list_items("--etcd-k8s-objects", text, "RESOURCE:COUNT entries", "no objects, which no run can use"):
+        resource, _, count = item.partition(":")
+        resource = resource.strip()
+        if not _K8S_RESOURCE.match(resource) or not count.strip().isdigit():
+            raise SettingsError(
+                f"--etcd-k8s-objects: {shown(item)} is not RESOURCE:COUNT with a lower-case resource name and a whole "
+                "count; give e.g. pods:5000,configmaps:1000"
+            )
+        number = int(count)
+        if not 1 <= number <= K8S_MAX_OBJECTS:
+            raise SettingsError(
+                f"--etcd-k8s-objects: {shown(item)} asks for {number} objects; give between 1 and {K8S_MAX_OBJECTS}"
+            )
+        if resource in (name for name, _ in objects):
+            raise SettingsError(f"--etcd-k8s-objects: {resource!r} is listed twice; give each resource once")
+        objects.append((resource, number))
+    if not objects:
+        raise SettingsError("--etcd-k8s-objects: give at least one RESOURCE:COUNT, e.g. pods:5000")
+    return tuple(objects)
+
+
+def parse_k8s_object_size(text: str) -> tuple[int, int]:
+    """``2048:8192`` (uniform) or ``4096`` (fixed) into (smallest, largest)."""
+    low, colon, high = text.strip().partition(":")
+    if not colon:
+        high = low
+    if not (low.strip().isdigit() and high.strip().isdigit()) or int(low) > int(high):
+        raise SettingsError(
+            f"--etcd-k8s-object-size: {shown(text)} is not MIN:MAX with whole numbers, MIN at most MAX, nor one size; "
+            "give e.g. 2048:8192 or 4096"
+        )
+    return int(low), int(high)
+
+
+def parse_weights(flag: str, text: str, names: tuple[str, ...], example: str) -> tuple[tuple[str, float], ...]:
+    """``NAME:WEIGHT,…`` of known ``names`` into ((name, weight), …), at least one weight above zero."""
+    weights: list[tuple[str, float]] = []
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        name, _, weight = item.partition(":")
+        try:
+            value = float(weight)
+        except ValueError:
+            value = -1.0
+        if name.strip() not in names or not math.isfinite(value) or value < 0:
+            raise SettingsError(
+                f"{flag}: {shown(item)} is not NAME:WEIGHT with a finite weight of zero or more and a name among "
+                f"{', '.join(names)}"
+            )
+        if name.strip() in (known for known, _ in weights):
+            raise SettingsError(f"{flag}: {name.strip()!r} is listed twice; give each name once, e.g. {example}")
+        weights.append((name.strip(), value))
+    total = sum(weight for _, weight in weights)
+    if not weights or not 0 < total < math.inf:
+        raise SettingsError(f"{flag}: give at least one name with a positive weight, e.g. {example}")
+    return tuple(weights)
+
+
+def _k8s_count(flag: str, value: int, most: int) -> int:
+    _positive(flag, value)
+    if value > most:
+        raise SettingsError(f"{flag}: {shown(value)} is more than {most}; give at most {most}")
+    return value
+
+
+def k8s_settings_from_options(options: argparse.Namespace, prefix: bytes, max_request_bytes: int) -> KubeSettings:
+    """The ``--etcd-k8s-*`` options, checked; the largest object and its key fit in one etcd request."""
+
+    def option(name: str):
+        dest = f"etcd_k8s_{name}"
+        # a namespace made before these options existed (a test's, a web UI form's) has the defaults
+        return getattr(options, dest, next(o.default for o in OPTIONS if o.dest == dest))
+
+    objects = parse_k8s_objects(option("objects"))
+    smallest, largest = parse_k8s_object_size(option("object_size"))
+    # the longest key: PREFIX RESOURCE/ns-NNNN/RESOURCE-NNNNNN (etcd_users.kubernetes.layout)
+    longest_key = len(prefix) + max(2 * len(resource) + len(str(count)) + 16 for resource, count in objects)
+    if largest + longest_key + REQUEST_OVERHEAD_BYTES > max_request_bytes:
+        raise SettingsError(
+            f"--etcd-k8s-object-size: objects of {largest} bytes are larger than etcd's --max-request-bytes "
+            f"(--etcd-max-request-bytes {max_request_bytes} here); use at most "
+            f"{max_request_bytes - longest_key - REQUEST_OVERHEAD_BYTES} {_RAISE_LIMIT}"
+        )
+    return KubeSettings(
+        objects=objects,
+        namespaces=_k8s_count("--etcd-k8s-namespaces", option("namespaces"), K8S_MAX_NAMESPACES),
+        object_size=(smallest, largest),
+        page_size=_positive("--etcd-k8s-page-size", option("page_size")),
+        read_mix=parse_weights("--etcd-k8s-read-mix", option("read_mix"), K8S_READS, "get:5,list-and-watch:80"),
+        write_mix=parse_weights("--etcd-k8s-write-mix", option("write_mix"), K8S_WRITES, "update:90,delete:5,create:5"),
+        rw_ratio=_positive("--etcd-k8s-rw-ratio", option("rw_ratio"), allow_zero=True),
+        nodes=_k8s_count("--etcd-k8s-nodes", option("nodes"), K8S_MAX_NODES),
+        lease_period=_positive("--etcd-k8s-lease-period", option("lease_period")),
+        compact_interval=_positive("--etcd-k8s-compact-interval", option("compact_interval"), allow_zero=True),
+        compact_allowed=bool(option("compact_allowed")),
+        prefill_seconds=_positive("--etcd-k8s-prefill-seconds", option("prefill_seconds")),
+    )
+
+
 # -- the settings --
 
 
@@ -358,7 +573,13 @@ class EtcdSettings:
     skip_preflight: bool = False
     sla: tuple[Gate, ...] = ()  # checked when the run ends (etcd_users.reporting.sla)
     compact_interval: float = 0.0  # seconds; 0: the run compacts nothing
+    profile_on_breach: float = 0.0  # seconds of CPU profile at the first breach (etcd_users.reporting.breach); 0: off
+    local_pprof: bool = False  # the local etcd's members start with --enable-pprof
+    prometheus_port: int = 0  # the live exporter's port (etcd_users.reporting.exporter); 0: off
+    prometheus_window: int = 10  # seconds behind the exporter's quantiles and gates
     max_request_bytes: int = 1572864  # etcd's --max-request-bytes
+    junit: str = ""  # --etcd-junit: the JUnit report's path (etcd_users.reporting.junit); empty: none
+    k8s: KubeSettings = KubeSettings()  # --etcd-k8s-*: the Kubernetes-shaped workloads (etcd_users.kubernetes)
 
     @property
     def key_width(self) -> int:
@@ -419,6 +640,61 @@ def _positive(flag: str, value, allow_zero: bool = False):
     if value < 0 or (value == 0 and not allow_zero):
         raise SettingsError(f"{flag}: {shown(value)} must be {'zero or more' if allow_zero else 'greater than zero'}")
     return value
+
+
+PROFILE_ON_BREACH_MAX = 300.0  # seconds: a CPU profile longer than a few minutes no longer shows the breach
+
+
+def _profile_on_breach(value: float) -> float:
+    _positive("--etcd-profile-on-breach", value, allow_zero=True)
+    if value > PROFILE_ON_BREACH_MAX:
+        raise SettingsError(
+            f"--etcd-profile-on-breach: {shown(value)} seconds is too long a profile; give at most "
+            f"{PROFILE_ON_BREACH_MAX:g} (e.g. 10), or 0 for none"
+        )
+    return value
+
+
+PROMETHEUS_WINDOW_MAX = 3600  # seconds: the exporter keeps each second of the window in memory
+
+
+def _prometheus_port(value: int) -> int:
+    if not 0 <= value <= 65535:
+        raise SettingsError(
+            f"--etcd-prometheus-port: {shown(value)} is not a TCP port; give one from 1 to 65535 (e.g. 9647), or 0 for "
+            "no exporter"
+        )
+    return value
+
+
+def _prometheus_window(value: int) -> int:
+    if not 1 <= value <= PROMETHEUS_WINDOW_MAX:
+        raise SettingsError(
+            f"--etcd-prometheus-window: {shown(value)} seconds is outside 1 to {PROMETHEUS_WINDOW_MAX}; give e.g. 10"
+        )
+    return value
+
+
+NAME_MAX_BYTES = 255  # the longest file name Linux file systems take
+
+
+def parse_junit_path(path: str) -> str:
+    """A file path for the JUnit report; whether its directory is writable is checked on the master at start-up
+    (``reporting.junit.check_path``), not here: a worker's file system is not the master's."""
+    if not path:
+        return path
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if path.endswith("/") or name in ("", ".", ".."):
+        raise SettingsError(
+            f"--etcd-junit: {shown(path, SHOWN_PATH_CHARACTERS)} names a directory; give a file path such as "
+            "reports/junit.xml"
+        )
+    if any(len(part.encode(errors="surrogateescape")) > NAME_MAX_BYTES for part in path.split("/")):
+        raise SettingsError(
+            f"--etcd-junit: {shown(path, SHOWN_PATH_CHARACTERS)} has a name longer than {NAME_MAX_BYTES} bytes, which "
+            "no file system takes; give a file path such as reports/junit.xml"
+        )
+    return path
 
 
 def _user_rate(value: float) -> float:
@@ -672,6 +948,12 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
         sla=parse_gates(getattr(options, "etcd_sla", "")),
         compact_interval=_positive("--etcd-compact-interval", options.etcd_compact_interval, allow_zero=True),
         max_request_bytes=max_request_bytes,
+        junit=parse_junit_path(getattr(options, "etcd_junit", "")),
+        k8s=k8s_settings_from_options(options, prefix, max_request_bytes),
+        profile_on_breach=_profile_on_breach(getattr(options, "etcd_profile_on_breach", 0.0)),
+        local_pprof=bool(getattr(options, "etcd_local_pprof", False)),
+        prometheus_port=_prometheus_port(getattr(options, "etcd_prometheus_port", 0)),
+        prometheus_window=_prometheus_window(getattr(options, "etcd_prometheus_window", 10)),
     )
 
 

@@ -39,19 +39,20 @@ class TargetCluster:
         """
         settings = settings_from_options(options)
         if not settings.endpoints:
-            cluster = self.local or self._start_local(settings.local_members)
+            cluster = self.local or self._start_local(settings.local_members, settings.local_pprof)
             options.etcd_endpoints = ",".join(cluster.endpoints)
             settings = settings_from_options(options)
         return settings
 
-    def _start_local(self, members: int) -> LocalCluster:
-        cluster = LocalCluster(members=members)
+    def _start_local(self, members: int, enable_pprof: bool = False) -> LocalCluster:
+        cluster = LocalCluster(members=members, enable_pprof=enable_pprof)
         cluster.start()
         self.local = cluster
         logger.info(
-            "started a local etcd (%d member%s): %s; %s",
+            "started a local etcd (%d member%s%s): %s; %s",
             members,
             "s" * (members > 1),
+            ", pprof on" if enable_pprof else "",
             ",".join(cluster.endpoints),
             cluster.describe_space(),  # quota and auto-compaction (etcd_users.cluster)
         )

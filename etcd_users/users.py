@@ -17,9 +17,12 @@ import gevent
 
 from etcd_users import plugin
 from etcd_users.client import EtcdClient
+from etcd_users.kubernetes import run as kubernetes_run
+from etcd_users.kubernetes.client import KubernetesClient
 
 # the --etcd-* options and the run's life cycle, once, before Locust creates its runner
 plugin.install(events)
+kubernetes_run.install(events)  # after the plugin: the Kubernetes objects are written once the cluster is known
 
 
 class EtcdUser(User):
@@ -185,3 +188,36 @@ class EtcdMixedUser(EtcdUser):
         draw = random.Random().random
         total = cumulative[-1]
         self.repeat(lambda: choices[bisect.bisect(cumulative, draw() * total)]())
+
+
+class EtcdKubernetesUser(EtcdUser):
+    """kube-apiserver's traffic (etcd's client/v3/kubernetes and robustness "Kubernetes" mix): gets, paged lists,
+    counts and a watch per resource, optimistic creates, updates and deletes of ``--etcd-k8s-objects`` under
+    ``PREFIX RESOURCE/NAMESPACE/NAME`` (``k8s/…`` rows; a failed compare is the failure ``k8s: conflict``)."""
+
+    k8s_prefill = ("objects",)
+
+    def __init__(self, environment) -> None:
+        super().__init__(environment)
+        self.etcd = KubernetesClient(environment)
+
+    @task
+    def kubernetes(self) -> None:
+        self.repeat(self.etcd.operation)
+
+
+class EtcdKubernetesNodeUser(EtcdUser):
+    """Kubelets' heartbeats: each of ``--etcd-k8s-nodes`` nodes' Lease (namespace kube-node-lease) updated every
+    ``--etcd-k8s-lease-period`` seconds (``k8s/lease-renew``), each renewal in a greenlet of its own when due. One
+    such user per run (``fixed_count``) drives every node, whatever ``-u`` and the workers."""
+
+    fixed_count = 1
+    k8s_prefill = ("nodes",)
+
+    def __init__(self, environment) -> None:
+        super().__init__(environment)
+        self.etcd = KubernetesClient(environment)
+
+    @task
+    def heartbeats(self) -> None:
+        self.etcd.heartbeats(lambda: self._state == LOCUST_STATE_RUNNING)

@@ -12,7 +12,12 @@ every worker has reported its users), where a tick would see it up to a second l
 the workers' reports do not come in time; then the runner's user count is still short, and the first tick that sees
 it complete marks the level (up to a second late, so its window only gets shorter). A level whose users equal the
 previous level's, already all running, is running from its entry. The failure labels Locust counted between that
-moment and the level's end go with it (``errors``), since Locust's own failures file is not split in time.
+moment and the level's end (``ended_at``) go with it (``errors``), since Locust's own failures file is not split in
+time.
+
+With ``--etcd-sla`` each level that is not a warm-up is judged live when it ends (``shapes.judging``): one log line
+per level, its ``verdict`` and ``checks`` in the record, ``EtcdPlugin.on_breach`` at the run's first failing level,
+and with ``--shape-stop-on-breach`` the run ends there. A subclass may grow its plan during the run (``after_plan``).
 """
 
 from locust import LoadTestShape, events
@@ -27,6 +32,10 @@ import time
 from abc import abstractmethod
 from pathlib import Path
 
+from etcd_users.plugin import installed
+from etcd_users.reporting.level_verdicts import FAIL, LevelVerdict
+from etcd_users.settings import SlaError, parse_gates
+from shapes.judging import LiveJudge
 from shapes.options import ShapeSettings, ShapeSettingsError
 from shapes.plan import Level, format_plan, level_index_at, plan_duration
 
@@ -38,12 +47,22 @@ RECORDED_ERRORS = 20
 """The most frequent failure labels kept per level in the record."""
 
 _NOT_STARTED = object()
+FINISH = "finish"
+"""``after_plan``: the plan is over."""
+HOLD = "hold"
+"""``after_plan``: keep the last level's load, no level running, until the next tick."""
+EXTENDED = "extended"
+"""``after_plan``: levels were appended; the one at the current time runs."""
 
 
 class PlannedShape(LoadTestShape):
     """Runs ``build_plan(settings)`` level by level and stops after the last level."""
 
     abstract = True
+    judges_whole_run = True
+    """False: the run's ``--etcd-sla`` gates are judged per level only, not also over the whole run at its end."""
+    dynamic = False
+    """True: the plan grows during the run (``after_plan``), its total is not known in advance."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -55,6 +74,11 @@ class PlannedShape(LoadTestShape):
         self._running_at: list[float | None] = []
         self._errors_at_running: list[dict[tuple[str, str], int] | None] = []
         self._level_errors: list[list[dict] | None] = []
+        self._ended_level_at: list[float | None] = []
+        self._verdicts: list[LevelVerdict | None] = []
+        self._judge: LiveJudge | None = None
+        self._stop_reason: str | None = None
+        self._breached = False
         self._sla: str | None = None
         self._started_at: float | None = None
         self._ended_at: float | None = None
@@ -64,6 +88,27 @@ class PlannedShape(LoadTestShape):
     @abstractmethod
     def build_plan(self, settings: ShapeSettings) -> list[Level]:
         """The levels of this profile; raises ShapeSettingsError for settings it cannot run."""
+
+    def after_plan(self, t: float) -> str:
+        """What happens at run time ``t`` past the plan's last level: FINISH, HOLD or EXTENDED (after appending
+        levels that start at ``t``). A fixed plan finishes."""
+        return FINISH
+
+    def append_level(self, level: Level) -> None:
+        """Add a level to the running plan (from ``after_plan``)."""
+        self.plan.append(level)
+        for per_level in (
+            self._entered_at,
+            self._running_at,
+            self._errors_at_running,
+            self._level_errors,
+            self._ended_level_at,
+            self._verdicts,
+        ):
+            per_level.append(None)
+
+    def on_verdict(self, index: int, verdict: LevelVerdict) -> None:
+        """A level was judged live (``shape_record()`` has its verdict already); for subclasses that decide on it."""
 
     def plan_warnings(self, settings: ShapeSettings, plan: list[Level]) -> list[str]:
         """One-line warnings logged when a run starts."""
@@ -80,6 +125,14 @@ class PlannedShape(LoadTestShape):
             f"'{worst.name}' offers {offered:g} QPS for a target of {worst.qps:g} "
             f"(+{100 * (offered / worst.qps - 1):.0f}%); a smaller rate gives finer levels"
         ]
+
+    def options_error(self, parsed_options) -> str | None:
+        """What is wrong with the options for this shape, in one line; None when it can run."""
+        try:
+            self.settings_and_plan(parsed_options)
+        except ShapeSettingsError as error:
+            return str(error)
+        return None
 
     def settings_and_plan(self, parsed_options) -> tuple[ShapeSettings, list[Level]]:
         """Validate the options and build the plan without starting anything."""
@@ -113,11 +166,32 @@ class PlannedShape(LoadTestShape):
                 logger.error("%s", error)
                 return None
         t = self.get_run_time()
+        if self._judge is not None:
+            self._judge.tick()
+        if self._stop_reason is not None:
+            self._finish(t)
+            return None
         index = level_index_at(self.plan, t)
-        if index is None:
+        while index is None and self._ended_at is None:
+            action = self.after_plan(t)
+            if action == HOLD and self._index is not None:
+                if self._ended_level_at[self._index] is None:
+                    self._end_level(self._index, time.time())
+                    self._write_record()
+                level = self.plan[self._index]
+                return level.users, level.spawn_rate
+            if action != EXTENDED:
+                break
+            index = level_index_at(self.plan, t)
+        if index is None or self._stop_reason is not None:
             self._finish(t)
             return None
         if index != self._index:
+            if self._index is not None:
+                self._end_level(self._index, time.time())
+            if self._stop_reason is not None:  # the level just ended failed (judged at once on a single process)
+                self._finish(t)
+                return None
             self._enter(index, t)
         elif self._running_at[index] is None and self._runner_users() == self.plan[index].users:
             # the master's spawning_complete can fire before every worker reported its users: then the tick tells
@@ -135,16 +209,68 @@ class PlannedShape(LoadTestShape):
         self._running_at = [None] * len(plan)
         self._errors_at_running = [None] * len(plan)
         self._level_errors = [None] * len(plan)
+        self._ended_level_at = [None] * len(plan)
+        self._verdicts = [None] * len(plan)
+        self._stop_reason = None
+        self._breached = False
         self._sla = getattr(self.parsed_options, "etcd_sla", None) or None
+        self._start_judging()
         self._started_at = time.time() - self.get_run_time()
         self._ended_at = None
         self._listen()
         rate = f"{settings.user_rate:g} requests/s per user" if settings.user_rate > 0 else "closed-loop users"
-        logger.info("shape: %s plan: %d levels, %g s, %s", type(self).__name__, len(plan), plan_duration(plan), rate)
+        if not self.dynamic:  # a growing plan says what it will do itself
+            logger.info(
+                "shape: %s plan: %d levels, %g s, %s", type(self).__name__, len(plan), plan_duration(plan), rate
+            )
         logger.debug("shape: plan\n%s", format_plan(plan, settings.user_rate))
         for warning in self.plan_warnings(settings, plan):
             logger.warning("%s", warning)
         self._write_record()
+
+    def _start_judging(self) -> None:
+        """Judge each level live when the run has gates and the tool's latency recorder (``etcd_users.plugin``)."""
+        if self._judge is not None:
+            self._judge.discard()
+            self._judge = None
+        try:
+            gates = parse_gates(self._sla or "")
+        except SlaError:
+            gates = ()  # only the web UI's form gets here; the plugin says why at the start of the run
+        plugin = installed(getattr(getattr(self.runner, "environment", None), "events", None))
+        if gates and plugin is not None:
+            self._judge = LiveJudge(plugin.recorder, gates, self._judged)
+
+    def _judged(self, index: int, verdict: LevelVerdict) -> None:
+        self._verdicts[index] = verdict
+        line = verdict.line()
+        if verdict.verdict == FAIL:
+            logger.warning("%s", line)
+        else:
+            logger.info("%s", line)
+        self.on_verdict(index, verdict)
+        self._write_record()
+        if verdict.verdict != FAIL:
+            return
+        if not self._breached:
+            self._breached = True
+            plugin = installed(getattr(getattr(self.runner, "environment", None), "events", None))
+            on_breach = getattr(plugin, "on_breach", None)
+            if on_breach is not None:
+                on_breach(line)
+        if self.settings is not None and self.settings.stop_on_breach and self._stop_reason is None:
+            if self._ended_at is None:  # the next tick ends the run
+                self._stop_reason = f"level '{verdict.name}' failed (--shape-stop-on-breach)"
+
+    def judge_remaining_levels(self) -> None:
+        """The run ends (Locust's quitting, the workers' last reports merged): end the running level and judge every
+        level still waiting."""
+        if self._run is _NOT_STARTED or self.settings is None:
+            return
+        if self._ended_at is None:
+            self._finish(self.get_run_time(), "the run was stopped before the plan's end")
+        if self._judge is not None:
+            self._judge.finish()
 
     def _listen(self) -> None:
         """Hear Locust's ``spawning_complete`` (once per shape: the listener serves every later run too)."""
@@ -174,6 +300,17 @@ class PlannedShape(LoadTestShape):
         self._errors_at_running[index] = self._error_counts()
         level = self.plan[index]
         logger.debug("shape: all %d users of level '%s' running", level.users, level.name)
+        if self._judge is not None and not level.warmup:
+            self._judge.open(index, level.name, level.qps, when)
+
+    def _end_level(self, index: int, when: float) -> None:
+        """The level ends (once): its failures counted, its window closed for its verdict."""
+        if self._ended_level_at[index] is not None:
+            return
+        self._ended_level_at[index] = when
+        self._close_level(index)
+        if self._judge is not None:
+            self._judge.close(index, when)
 
     def _close_level(self, index: int | None) -> None:
         """Record the failures counted from the level's users all running to now, its end."""
@@ -203,24 +340,28 @@ class PlannedShape(LoadTestShape):
     def _enter(self, index: int, t: float) -> None:
         previous = self._index
         now = time.time()
-        self._close_level(previous)
         self._index = index
         self._entered_at[index] = now
         level = self.plan[index]
         if previous is not None and self._running_at[previous] is not None and self.plan[previous].users == level.users:
             self._mark_running(index, now)  # nothing to spawn: its users are already all running
-        logger.info(
-            "shape: level %d/%d '%s' at %.1fs: %s", index + 1, len(self.plan), level.name, t, self._load_text(level)
-        )
+        total = "" if self.dynamic else f"/{len(self.plan)}"
+        logger.info("shape: level %d%s '%s' at %.1fs: %s", index + 1, total, level.name, t, self._load_text(level))
         self._write_record()
 
-    def _finish(self, t: float) -> None:
+    def _finish(self, t: float, reason: str | None = None) -> None:
         if self._ended_at is not None:
             return
-        self._close_level(self._index)
+        now = time.time()
+        self._stop_reason = self._stop_reason or reason
+        self._ended_at = now  # first: the last level's verdict, if it comes at once, stops nothing
+        if self._index is not None:
+            self._end_level(self._index, now)
         self._index = None
-        self._ended_at = time.time()
-        logger.info("shape: plan complete at %.1fs, stopping", t)
+        if self._stop_reason is None:
+            logger.info("shape: plan complete at %.1fs, stopping", t)
+        else:
+            logger.info("shape: stopped at %.1fs: %s", t, self._stop_reason)
         self._write_record()
 
     def _load_text(self, level: Level) -> str:
@@ -235,7 +376,10 @@ class PlannedShape(LoadTestShape):
     def shape_record(self) -> dict:
         """What ``PREFIX_shape.json`` holds: the plan, when the run started, the run's ``--etcd-sla`` gates, and per
         level when it was entered (``started_at``), when its users were all running (``running_at``, None until
-        then) and the failure labels Locust counted from then to its end (``errors``, None until it ends)."""
+        then), when it ended (``ended_at``), the failure labels Locust counted from its users all running to its end
+        (``errors``, None until it ends), and its live ``verdict`` ("pass", "FAIL", or None when not judged) with the
+        ``checks`` it was judged by (``gate``, ``passed``, ``measured``, ``line``). ``stopped`` says why a run ended
+        before its plan did."""
         return {
             "shape": type(self).__name__,
             "started_at": self._started_at,
@@ -243,10 +387,25 @@ class PlannedShape(LoadTestShape):
             "ended_at": self._ended_at,
             "user_rate": self.settings.user_rate if self.settings else None,
             "sla": self._sla,
+            "stopped": self._stop_reason,
             "levels": [
-                {**level.to_dict(), "started_at": entered, "running_at": running, "errors": errors}
-                for level, entered, running, errors in zip(
-                    self.plan, self._entered_at, self._running_at, self._level_errors, strict=True
+                {
+                    **level.to_dict(),
+                    "started_at": entered,
+                    "running_at": running,
+                    "ended_at": ended,
+                    "errors": errors,
+                    "verdict": None if verdict is None else verdict.verdict,
+                    "checks": [] if verdict is None else [check.to_dict() for check in verdict.checks],
+                }
+                for level, entered, running, ended, errors, verdict in zip(
+                    self.plan,
+                    self._entered_at,
+                    self._running_at,
+                    self._ended_level_at,
+                    self._level_errors,
+                    self._verdicts,
+                    strict=True,
                 )
             ],
         }

@@ -19,6 +19,7 @@ GROUP_TITLE = "etcd load shapes"
 MAX_USERS = 1_000_000
 MAX_LEVELS = 10_000
 MAX_SECONDS = 366 * 24 * 3600  # a year
+MAX_ROUNDS = 30  # bisection rounds: 2^30 narrows any QPS bracket below one request a second
 
 
 OPTIONS = (
@@ -61,6 +62,23 @@ OPTIONS = (
         0,
         "Seconds to run the first level before the measured window; the analysis drops this window.",
     ),
+    Option(
+        "--shape-stop-on-breach",
+        False,
+        "End the run after the first level that fails its --etcd-sla gates or falls below 95% of its planned QPS "
+        "(judged live on the master, once the workers' reports cover the level).",
+    ),
+    Option("--shape-search-start", 100, "CapacitySearchShape: QPS of the first probe."),
+    Option(
+        "--shape-search-max",
+        10000,
+        "CapacitySearchShape: highest QPS probed; the probes double from --shape-search-start up to it.",
+    ),
+    Option(
+        "--shape-search-rounds",
+        3,
+        "CapacitySearchShape: probes that halve the bracket between the last passing and the first failing QPS.",
+    ),
 )
 
 DEFAULTS = {option.dest: option.default for option in OPTIONS}
@@ -96,6 +114,10 @@ class ShapeSettings:
     seed: int
     time_scale: float
     warmup: int
+    stop_on_breach: bool
+    search_start: int
+    search_max: int
+    search_rounds: int
     user_rate: float
     """Requests/s of each user (``--etcd-user-rate``); 0 means closed loop."""
 
@@ -124,6 +146,10 @@ class ShapeSettings:
             seed=_int("--shape-seed", get("shape_seed")),
             time_scale=_float("--shape-time-scale", get("shape_time_scale"), minimum=0.0, exclusive=True),
             warmup=_seconds("--shape-warmup", get("shape_warmup"), minimum=0),
+            stop_on_breach=_bool("--shape-stop-on-breach", get("shape_stop_on_breach")),
+            search_start=_int("--shape-search-start", get("shape_search_start"), minimum=1),
+            search_max=_int("--shape-search-max", get("shape_search_max"), minimum=1),
+            search_rounds=_int("--shape-search-rounds", get("shape_search_rounds"), minimum=0, maximum=MAX_ROUNDS),
             user_rate=_float(
                 "--etcd-user-rate",
                 getattr(parsed_options, "etcd_user_rate", 0.0) if parsed_options is not None else 0.0,
@@ -135,7 +161,24 @@ class ShapeSettings:
                 f"--shape-max-qps: {settings.max_qps} is below --shape-baseline-qps {settings.baseline_qps}; "
                 "raise --shape-max-qps or lower the baseline"
             )
+        if settings.search_max < settings.search_start:
+            raise ShapeSettingsError(
+                f"--shape-search-max: {settings.search_max} is below --shape-search-start {settings.search_start}; "
+                "raise --shape-search-max or lower the start"
+            )
         return settings
+
+
+def _bool(flag: str, value) -> bool:
+    """A switch; the web UI's form sends it as a bool, an env var as text."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ShapeSettingsError(f"{flag}: {shown(value)} is not true or false")
 
 
 def _int(flag: str, value, minimum: int | None = None, maximum: int | None = None, unit: str = "") -> int:

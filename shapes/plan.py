@@ -128,6 +128,30 @@ def step_spike_plan(settings: ShapeSettings, shape_name: str = "StepSpikeShape")
     return plan
 
 
+def search_plan(settings: ShapeSettings, shape_name: str = "CapacitySearchShape") -> list[Level]:
+    """A capacity search's first probe (after the warm-up, if any), held ``--shape-step-time``; the later probes
+    are appended during the run (``probe_level``)."""
+    rate = require_user_rate(settings, shape_name)
+    highest = users_for_qps(settings.search_max, rate)
+    if highest > MAX_USERS:
+        raise ShapeSettingsError(
+            f"--shape-search-max: {settings.search_max} QPS at {rate:g} requests/s per user takes {shown(highest)} "
+            f"users, more than {MAX_USERS}; raise --etcd-user-rate or lower --shape-search-max"
+        )
+    hold = scaled(settings.step_time, settings.time_scale)
+    qps = float(settings.search_start)
+    return _lay_out([_Stage("probe 1", hold, users_for_qps(qps, rate), qps)], settings)
+
+
+def probe_level(name: str, start_s: float, settings: ShapeSettings, qps: float, previous_users: int) -> Level:
+    """A level appended to a running plan at ``start_s``, held ``--shape-step-time`` (scaled)."""
+    hold = scaled(settings.step_time, settings.time_scale)
+    users = users_for_qps(qps, settings.user_rate)
+    window = max(RAMP_FRACTION * hold, MIN_RAMP_S)
+    start = math.floor(start_s * 1e6) / 1e6  # never after ``start_s``: the level runs at the tick that adds it
+    return Level(name, start, round(start + hold, 6), users, float(qps), spawn_rate(previous_users, users, window))
+
+
 def ladder_plan(settings: ShapeSettings) -> list[Level]:
     """The 3-node TLS field report: closed-loop users 1, 200, 2000, ... each held ``--shape-step-time``."""
     hold = scaled(settings.step_time, settings.time_scale)

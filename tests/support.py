@@ -12,12 +12,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import yaml
 
-from etcd_users.cluster import LocalCluster
+from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,6 +155,20 @@ def member_counter(cluster: LocalCluster, method: str) -> list[float]:
     ]
 
 
+@contextmanager
+def running(cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """``cluster`` started (a start that fails fails the test in one line) and stopped after the block."""
+    try:
+        cluster.start(timeout=30)
+    except ClusterError as error:
+        cluster.stop()
+        pytest.fail(str(error), pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on now (for a web UI, a master, or a dead member's URL)."""
     with socket.socket() as probe:
@@ -197,6 +213,8 @@ def pod_environment(manifests: dict[tuple[str, str], dict], kind: str, name: str
 
 def _environment(overrides: Mapping[str, str] | None) -> dict[str, str]:
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # the tests' runs write no tables into the summary of a GitHub Actions job that runs the tests, unless asked
+    environment.pop("GITHUB_STEP_SUMMARY", None)
     environment.update(overrides or {})
     return environment
 

@@ -8,8 +8,11 @@ latency from the intended send time of rate-driven users.
 - ``store``: the histograms themselves, per wall-clock second and over the run, and the workers' report format (pure);
 - ``writer``: ``PREFIX_latency.csv``, ``PREFIX_latency_history.csv`` and ``PREFIX_latency.hlog`` (columns in
   ``etcd_users.files``);
+- ``client_cpu``: each Locust process's own CPU once a second, merged on the master: ``PREFIX_client_cpu.csv``, to
+  tell a saturated load generator from a saturated etcd;
 - ``recorder``: what Locust's events ask of them on a master, a worker or a single process (wired by
-  ``etcd_users.plugin``).
+  ``etcd_users.plugin``);
+- ``windows``: the merged histograms of a load shape's levels while they run, for their live verdicts.
 
 The HDR maths (percentiles, mean, merging) is ``etcd_users.hdr``, shared with the analysis.
 """

@@ -46,6 +46,7 @@ class LatencyRecorder:
         self._refresher: gevent.Greenlet | None = None
         self._late_reports_received = False
         self._late_reports_lock = gevent.lock.Semaphore()
+        self._reported_at: dict[str, float] = {}  # per worker, when its last report was made (its "at")
 
     # -- reading: the merged figures so far --
 
@@ -66,6 +67,22 @@ class LatencyRecorder:
         """The run's histogram of one key (microseconds; do not modify it), None before its first success."""
         self.collect()
         return self.store.histogram(request_type, name, series)
+
+    def covered_until(self) -> float | None:
+        """A time before which every request recorded anywhere is merged here (after folding this process's own):
+        now on a single process; on a master the oldest of its workers' last reports, None while a worker has sent
+        none this run. None on a worker."""
+        if self._is_worker():
+            return None
+        self.collect()
+        runner = self.environment.runner if self.environment is not None else None
+        if not isinstance(runner, locust_runners.MasterRunner):
+            return store._now()
+        workers = [node.id for node in list(runner.clients.values()) if node.state != locust_runners.STATE_MISSING]
+        reported = [self._reported_at.get(worker) for worker in workers]
+        if any(at is None for at in reported):
+            return None
+        return min(reported, default=store._now())
 
     def collect(self) -> None:
         """Fold this process's recorded seconds into the run's histograms (not on workers: theirs go to the master)."""
@@ -123,6 +140,7 @@ class LatencyRecorder:
             self._files.close()
             self._files = None  # the next flush starts new files
         self.store.reset()
+        self._reported_at = {}
         self._late_reports_received = False
         if not self._is_worker() and self._refresher is None:
             self._refresher = gevent.spawn(self._refresh_forever)
@@ -142,10 +160,13 @@ class LatencyRecorder:
     def on_report_to_master(self, data: dict[str, Any]) -> None:
         data[REPORT_KEY] = self.store.export_report()
 
-    def on_worker_report(self, data: dict[str, Any]) -> None:
+    def on_worker_report(self, data: dict[str, Any], client_id: str | None = None) -> None:
         report = data.get(REPORT_KEY)
         if report:
             self.store.merge_report(report)
+            at = report.get("at")
+            if client_id is not None and isinstance(at, (int, float)):
+                self._reported_at[client_id] = max(at, self._reported_at.get(client_id, at))
 
     def on_reset_stats(self) -> None:
         if not self._is_worker():

@@ -5,7 +5,8 @@ Recording keeps a second's latencies in lists and makes them histograms when the
 (``hdr.histogram_of``): the thread that runs every user pays one list append per request. Workers ship the seconds
 closed since their last report (``export_report``); the master merges them (``merge_report``), which gives the same
 figures as one process that saw every request. Merged seconds wait in ``pending`` until they are sealed for the
-files.
+files. Seconds merged into a window that is open (``windows``: a load shape's level being judged) are also
+merged into that window's histograms.
 
 ``Count`` includes failures (as Locust's request count does); failures have no latency.
 """
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
 from etcd_users.files import AGGREGATED, INTENDED, LATENCY_SUMMARY_PERCENTILES, SERVICE
+from etcd_users.latency.windows import Windows
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +80,8 @@ class LatencyStore:
     """Recording side (every process) and merged side (master or single process) of the exact latencies."""
 
     def __init__(self) -> None:
+        # told of each second of each key as it is merged (histogram or None, failures): the live exporter's window
+        self.on_merged: Callable[[int, Key, HdrHistogram | None, int], None] | None = None
         self.reset()
 
     # -- recording (hot path) --
@@ -150,7 +155,14 @@ class LatencyStore:
                 intervals.append([second, *key, histogram.encode().decode("ascii")])
             for key, count in failure_counts.items():
                 failures.append([second, *key, count])
-        return {"intervals": intervals, "failures": failures, "first": self.first_request, "last": self.last_request}
+        # "at": everything recorded before it is in this report (the master's judge waits for a report past a window)
+        return {
+            "intervals": intervals,
+            "failures": failures,
+            "first": self.first_request,
+            "last": self.last_request,
+            "at": _now(),
+        }
 
     def merge_report(self, report: dict[str, Any]) -> None:
         """Add a worker's ``export_report()`` to the run's histograms."""
@@ -186,6 +198,10 @@ class LatencyStore:
             per_second[key].add(histogram)
         else:
             per_second[key] = histogram  # no longer recorded into: owned from here on
+        if self.windows:
+            self.windows.add(second, key, histogram)
+        if self.on_merged is not None:
+            self.on_merged(second, key, histogram, 0)
         if second <= self._last_sealed_second:
             logger.debug("latency of %s at %d arrived after that second was written; appended again", key, second)
 
@@ -193,6 +209,10 @@ class LatencyStore:
         self._failures[key] = self._failures.get(key, 0) + count
         per_second = self._pending_failures.setdefault(second, {})
         per_second[key] = per_second.get(key, 0) + count
+        if self.windows:
+            self.windows.add_failures(second, key, count)
+        if self.on_merged is not None:
+            self.on_merged(second, key, None, count)
 
     # -- reading the merged side --
 
@@ -213,6 +233,10 @@ class LatencyStore:
     def histogram(self, request_type: str, name: str, series: str = SERVICE) -> HdrHistogram | None:
         """The run's histogram of one key (microseconds; do not modify it), None before its first success."""
         return self._cumulative.get((request_type, name, series))
+
+    def histograms(self, series: str = SERVICE) -> dict[Key, HdrHistogram]:
+        """The run's histogram of every key of ``series`` (do not modify them)."""
+        return {key: histogram for key, histogram in self._cumulative.items() if key[2] == series}
 
     def seal(self, horizon: int | None) -> list[SealedInterval]:
         """Take the pending seconds before ``horizon`` (all when None) out of memory, in file order."""
@@ -242,6 +266,7 @@ class LatencyStore:
         self._pending: dict[int, dict[Key, HdrHistogram]] = {}
         self._pending_failures: dict[int, dict[Key, int]] = {}
         self._last_sealed_second = -1
+        self.windows = Windows(lambda: _now())  # late-bound: tests set the module's clock
         self.started_at = _now()
         self.reset_summary()
         self._summary_reset_at: float | None = None

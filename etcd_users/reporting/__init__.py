@@ -6,7 +6,9 @@
 - ``sla``: the ``--etcd-sla`` gates judged on the exact latencies;
 - ``webui``: the etcd tabs of Locust's web UI, and its start form;
 - ``end_of_run``: the exact latency table and the files written, printed after Locust's summary;
-- ``final_stats``: Locust's ``PREFIX_stats.csv`` (and history, failures, exceptions) completed at the end.
+- ``final_stats``: Locust's ``PREFIX_stats.csv`` (and history, failures, exceptions) completed at the end;
+- ``junit``: the gates and a shape's per-level verdicts as a JUnit XML report (``--etcd-junit``), for CI;
+- ``step_summary``: the latency table, gates and verdicts in Markdown on a GitHub Actions job's summary page.
 
 ``etcd_users.plugin`` decides when each of them runs.
 """

@@ -22,11 +22,11 @@ TITLE = "Exact response times in ms (HDR histograms, to the microsecond; Locust'
 COLUMNS = ("# reqs", "# fails", "P50", "P90", "P99", "P99.9", "Max")
 TYPE_WIDTH = 8  # at least, as Locust's tables
 NUMBER_WIDTH = 10
-# the files of a run in the order a reader wants them: the exact latency first, then Locust's, then the members'
+# the files of a run in the order a reader wants them: the exact latency, Locust's, the members', the clients'
 FILE_ORDER = (
     *("latency", "latency_history", "hlog"),
     *("stats", "history", "failures", "exceptions"),
-    *("etcd_metrics", "shape"),
+    *("etcd_metrics", "shape", "capacity", "client_cpu"),
 )
 
 
@@ -50,16 +50,23 @@ def table_lines(rows: Sequence[LatencyRow]) -> list[str]:
     header = line("Type", "Name", "Series", COLUMNS)
     rule = "-" * len(header)
     lines = [TITLE, header, rule]
-    # each name's service time, then its intended latency; the Aggregated row last
+    for row, cells in table_cells(rows):
+        if (row.type, row.name) == ("", AGGREGATED):
+            lines.append(rule)
+        lines.append(line(row.type, row.name, row.series, cells))
+    return lines
+
+
+def table_cells(rows: Sequence[LatencyRow]) -> list[tuple[LatencyRow, tuple[str, ...]]]:
+    """The table's rows in order with their ``COLUMNS`` cells: each name's service time, then its intended latency;
+    the Aggregated row last (also the Markdown table of ``step_summary``)."""
     order = sorted(
         rows, key=lambda row: ((row.type, row.name) == ("", AGGREGATED), row.type, row.name, row.series != SERVICE)
     )
-    for row in order:
-        if (row.type, row.name) == ("", AGGREGATED):
-            lines.append(rule)
-        cells = (str(row.count), str(row.failures), *map(_ms, (row.p50, row.p90, row.p99, row.p999, row.max_ms)))
-        lines.append(line(row.type, row.name, row.series, cells))
-    return lines
+    return [
+        (row, (str(row.count), str(row.failures), *map(_ms, (row.p50, row.p90, row.p99, row.p999, row.max_ms))))
+        for row in order
+    ]
 
 
 def run_files(prefix: str | None, extra: Sequence[str | None] = (), since: float = 0.0) -> list[str]:

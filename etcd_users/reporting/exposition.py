@@ -1,16 +1,26 @@
-"""Minimal reader for the Prometheus text exposition format (enough to read etcd's /metrics)."""
+"""Reader for the Prometheus text exposition format (etcd's /metrics), on ``prometheus_client``'s parser.
+
+Samples keep the names that parser gives them: a histogram's ``NAME_bucket`` (with its ``le`` label), ``NAME_sum`` and
+``NAME_count``; a gauge's name as written; a counter's name always ends in ``_total`` (OpenMetrics' naming: etcd
+3.5's ``etcd_server_health_success``, typed counter, reads as ``etcd_server_health_success_total``; the counters named
+``..._total`` already, such as ``grpc_server_handled_total``, are unchanged). Lines without a ``# TYPE`` are read as
+written. Values are floats.
+
+``benchmarks/exposition_parse.py`` measured it against the hand-written reader used before, on a loaded member's page
+(152 KiB, 1,329 samples): 29 ms against 15 ms for the whole page, and 1.1 ms against 1.2 ms for what the metrics poller
+does once per member per ``--etcd-metrics-interval`` (``server_metrics.parse_scrape`` parses only the lines it uses).
+"""
 
 from __future__ import annotations
 
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from prometheus_client.parser import text_fd_to_metric_families
+
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
-_NAME_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:")
-_NAME_CHARS = _NAME_START | set("0123456789")
 
 
 class Sample(NamedTuple):
@@ -20,17 +30,16 @@ class Sample(NamedTuple):
 
 
 def parse_metrics(text: str) -> list[Sample]:
-    """Parse exposition text into samples; comments (# HELP, # TYPE) and blank lines are skipped."""
-    samples = []
-    for line_number, raw_line in enumerate(text.splitlines(), start=1):
-        line = raw_line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            samples.append(_parse_sample(line))
-        except ValueError as error:
-            raise ValueError(f"line {line_number}: {error}: {raw_line!r}") from None
-    return samples
+    """Parse exposition text into samples, in the page's order; raises ValueError naming the first bad line."""
+    lines = _Lines(text)
+    try:
+        return [
+            Sample(sample.name, sample.labels, float(sample.value))
+            for family in text_fd_to_metric_families(lines)
+            for sample in family.samples
+        ]
+    except ValueError as error:
+        raise ValueError(f"line {lines.number}: {error}: {lines.current!r}") from None
 
 
 def fetch_metrics(url: str, timeout: float = 5.0) -> list[Sample]:
@@ -57,63 +66,15 @@ def _opener_for(url: str) -> urllib.request.OpenerDirector:
     return urllib.request.build_opener()
 
 
-def _parse_sample(line: str) -> Sample:
-    position = _scan_name(line, 0)
-    name = line[:position]
-    labels: dict[str, str] = {}
-    if position < len(line) and line[position] == "{":
-        position = _parse_labels(line, position + 1, labels)
-    rest = line[position:].split()
-    if not rest or len(rest) > 2:  # value, optionally followed by a timestamp
-        raise ValueError("expected a value after the metric name")
-    return Sample(name, labels, float(rest[0]))
+class _Lines:
+    """The page's lines for the parser, remembering which one it reads (its errors do not say)."""
 
+    def __init__(self, text: str) -> None:
+        self._lines = text.splitlines()
+        self.number = 0
+        self.current = ""
 
-def _scan_name(line: str, start: int) -> int:
-    if start >= len(line) or line[start] not in _NAME_START:
-        raise ValueError(f"expected a name at column {start + 1}")
-    end = start + 1
-    while end < len(line) and line[end] in _NAME_CHARS:
-        end += 1
-    return end
-
-
-def _skip_spaces(line: str, position: int) -> int:
-    while position < len(line) and line[position] in " \t":
-        position += 1
-    return position
-
-
-def _parse_labels(line: str, position: int, labels: dict[str, str]) -> int:
-    """Read `name="value",...}` starting after the `{`; return the position after the `}`."""
-    while True:
-        position = _skip_spaces(line, position)
-        if position < len(line) and line[position] == "}":
-            return position + 1
-        end = _scan_name(line, position)
-        label = line[position:end]
-        position = _skip_spaces(line, end)
-        if line[position : position + 1] != "=":
-            raise ValueError(f"expected = after label {label!r}")
-        position = _skip_spaces(line, position + 1)
-        if line[position : position + 1] != '"':
-            raise ValueError(f"expected a quoted value for label {label!r}")
-        position += 1
-        value: list[str] = []
-        while True:
-            if position >= len(line):
-                raise ValueError(f"unterminated value for label {label!r}")
-            char = line[position]
-            if char == '"':
-                break
-            if char == "\\" and position + 1 < len(line):
-                position += 1
-                char = _ESCAPES.get(line[position], "\\" + line[position])
-            value.append(char)
-            position += 1
-        labels[label] = "".join(value)
-        position = _skip_spaces(line, position + 1)
-        if position < len(line) and line[position] == ",":
-            position += 1
-        elif position >= len(line) or line[position] != "}":
-            raise ValueError(f"expected , or }} after label {label!r}")
+    def __iter__(self) -> Iterator[str]:
+        for number, line in enumerate(self._lines, start=1):
+            self.number, self.current = number, line
+            yield line

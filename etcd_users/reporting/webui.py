@@ -7,7 +7,8 @@
   ``etcd_server_is_leader`` on /metrics, fetched in the background at most every ``ENDPOINTS_MAX_AGE_S``) and the
   leader changes it has seen since the run started (``etcd_server_leader_changes_seen_total`` counts the member's
   first election too: a fresh cluster would show 1);
-- "etcd SLA": the ``--etcd-sla`` gates evaluated on the data so far, or how to add some.
+- "etcd SLA": the ``--etcd-sla`` gates evaluated on the data so far, or how to add some; under them, with a load shape,
+  each level judged so far (its verdict and the measured values it was judged on).
 
 Latencies are shown in ms with 3 decimals everywhere (text, so 1.950 does not lose its zero beside 4.251).
 
@@ -160,6 +161,23 @@ def sla_rows(results: list[sla.Result]) -> list[dict[str, str]]:
     ]
 
 
+def level_rows(shape_record: dict | None) -> list[dict[str, str]]:
+    """One row per level of a load shape judged live so far (``shapes.base.PlannedShape.shape_record``)."""
+    rows = []
+    for level in (shape_record or {}).get("levels") or []:
+        if level.get("verdict") is None:
+            continue
+        load = f" at {level['qps']:g} QPS" if level.get("qps") is not None else f" at {level.get('users')} users"
+        rows.append(
+            {
+                "name": f"level '{level.get('name')}'{load}",
+                "measured": "; ".join(check.get("line", "") for check in level.get("checks") or []),
+                "verdict": level["verdict"],
+            }
+        )
+    return rows
+
+
 def leader_changes(scrapes: list, baselines: dict[str, float], urls: list[str]) -> None:
     """Take each member's first count of the run as its baseline (in place); a count below it, the member's own
     restart, starts a new one."""
@@ -279,7 +297,10 @@ class EtcdTabs:
             gates = parse_gates(getattr(self.environment.parsed_options, "etcd_sla", "") or "")
         except SlaError as error:  # typed into the form; the run itself refuses it at start
             return [{"name": "--etcd-sla", "measured": str(error), "verdict": "invalid"}]
-        return sla_rows(sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else [])
+        rows = sla_rows(sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else [])
+        # a load shape's levels judged so far, under the gates of the whole run
+        shape_record = getattr(self.environment.shape_class, "shape_record", None)
+        return rows + level_rows(shape_record() if shape_record is not None and gates else None)
 
     def extended_stats(self) -> list[dict[str, Any]]:
         now = time.monotonic()

@@ -9,8 +9,8 @@ from support import HEADLESS, assert_one_line_error, headless_args, run_locust
 pytestmark = pytest.mark.e2e
 
 CLASSES = (
-    "EtcdDeleteUser, EtcdLeaseUser, EtcdMixedUser, EtcdPutUser, EtcdRangeUser, EtcdTxnMixedUser, EtcdTxnPutUser, "
-    "EtcdWatchUser, LinearizableRangeUser, SerializableRangeUser"
+    "EtcdDeleteUser, EtcdKubernetesNodeUser, EtcdKubernetesUser, EtcdLeaseUser, EtcdMixedUser, EtcdPutUser, "
+    "EtcdRangeUser, EtcdTxnMixedUser, EtcdTxnPutUser, EtcdWatchUser, LinearizableRangeUser, SerializableRangeUser"
 )
 
 
@@ -18,7 +18,7 @@ def test_a_headless_run_that_names_no_class_lists_them_and_exits_2():
     line = refusal_line(run_locust(*HEADLESS, "-u", "1", "-t", "1s", timeout=60))
     assert line == (
         "locust-etcd: error: name the User classes to run at the end of the command line, e.g. EtcdPutUser (with "
-        f"none, Locust runs all 10 of locustfile.py); known: {CLASSES}"
+        f"none, Locust runs all 12 of locustfile.py); known: {CLASSES}"
     )
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from checks import assert_no_traceback, failure_labels, history, stats_rows
-from support import LocustProcess, headless_args, member_counter, start_locust
+from support import LocustProcess, headless_args, member_counter, running, start_locust
 
-from etcd_users.cluster import ClusterError, LocalCluster
+from etcd_users.cluster import LocalCluster
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -35,15 +35,8 @@ GAP_LINE = re.compile(r"etcd: requests succeed again (\d+\.\d\d)s after the firs
 
 @contextmanager
 def own_cluster(members: int, *extra_args: str) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(members, name="faults", extra_args=extra_args)
-    try:
-        cluster.start(timeout=30)
-    except ClusterError as error:
-        pytest.fail(str(error), pytrace=False)
-    try:
+    with running(LocalCluster(members, name="faults", extra_args=extra_args)) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def start_run(cluster: LocalCluster, out: Path, user_class: str, *args: str, users: int, seconds: int):

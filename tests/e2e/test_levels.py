@@ -10,6 +10,7 @@ import pytest
 from checks import assert_no_traceback, read_hlog
 from support import read_csv_rows, run_analysis, run_locust
 
+from analysis.client import ADVICE
 from etcd_users import hdr
 
 pytestmark = pytest.mark.e2e
@@ -75,9 +76,17 @@ def test_a_step_run_is_judged_level_by_level_on_each_levels_own_seconds(etcd1, t
     assert measured >= 2
 
     spike = rows["spike"]
-    assert spike["verdict"] == "FAIL" and f"{NAME} p99" in spike["breaches"], spike
+    assert f"{NAME} p99" in spike["breaches"], spike
+    # 600 users on one process beside etcd on two shared cores: which of them ran out first depends on the machine,
+    # but with the client's CPU recorded the failed level says which
+    assert (spike["verdict"], spike["bound"]) in (("FAIL", "server"), ("FAIL (client-bound)", "client")), spike
+    assert spike["client_cpu_pct"] > rows["baseline"]["client_cpu_pct"], (spike, rows["baseline"])
     breach, capacity = document["first_breach"], document["capacity_qps"]
     assert breach is not None and capacity is not None, document["summary"]
     assert capacity < breach["planned_qps"]
-    assert analysis.stdout.splitlines()[-1] == document["summary"]
+    lines = analysis.stdout.splitlines()
+    if document["client_bound_levels"]:
+        assert lines[-3:] == [document["summary"], "", ADVICE]  # the advice to add processes comes last
+    else:
+        assert lines[-1] == document["summary"] and ADVICE not in lines
     assert document["summary"].startswith("capacity: ") and "first breach at" in document["summary"]

@@ -50,7 +50,11 @@ def refusal(parser, args: list[str], capsys) -> str:
         (["--etcd-consistency", "x"], "--etcd-consistency: 'x' is not one of: l, s"),
         (["--etcd-conns"], "--etcd-conns: expected one argument"),
         (["--etcd-keysize", "3"], "--etcd-keysize: no such option (did you mean --etcd-key-size?)"),
-        (["--etcd-k", "3"], "--etcd-k: could match --etcd-key-size, --etcd-key-space-size, --etcd-key"),
+        (["--etcd-ke", "3"], "--etcd-ke: could match --etcd-key-size, --etcd-key-space-size, --etcd-key"),
+        (
+            ["--etcd-k", "3"],
+            "--etcd-k: could match --etcd-key-size, --etcd-key-space-size, --etcd-key, --etcd-k8s-objects and 11 more",
+        ),
     ],
 )  # fmt: skip
 def test_a_bad_etcd_option_is_one_line_with_the_tools_prefix(args, message, capsys):

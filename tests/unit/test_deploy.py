@@ -87,7 +87,7 @@ def test_containers_name_only_real_variables(manifests):
 def test_workers_point_at_the_master_service_and_ports_meet(manifests):
     service = manifests[("Service", "locust-etcd-master")]
     ports = {port["name"]: port for port in service["spec"]["ports"]}
-    assert {name: port["port"] for name, port in ports.items()} == {"master": 5557, "web": 8089}
+    assert {name: port["port"] for name, port in ports.items()} == {"master": 5557, "web": 8089, "metrics": 9647}
 
     worker = manifests[("Deployment", "locust-etcd-worker")]
     env = env_of(worker)
@@ -112,6 +112,27 @@ def test_workers_point_at_the_master_service_and_ports_meet(manifests):
     assert web_master["spec"]["replicas"] == 1
     assert manifests[("Job", "locust-etcd-master")]["spec"]["backoffLimit"] == 0
     assert env_of(masters[1])["LOCUST_EXPECT_WORKERS"]["value"] == str(worker["spec"]["replicas"])
+
+
+def test_the_masters_pods_are_scraped_on_the_exporters_port_and_the_workers_not(manifests):
+    """Prometheus' kubernetes-pods job reads the pods' annotations: the master's port is ETCD_PROMETHEUS_PORT."""
+    port = manifests[("ConfigMap", "locust-etcd-options")]["data"]["ETCD_PROMETHEUS_PORT"]
+    assert 0 < int(port) < 65536
+    service_ports = {entry["name"]: entry for entry in manifests[("Service", "locust-etcd-master")]["spec"]["ports"]}
+    assert service_ports["metrics"]["port"] == int(port) and service_ports["metrics"]["targetPort"] == "metrics"
+    # pods only: a Service annotated too would be scraped again by a kubernetes-service-endpoints job
+    assert "annotations" not in manifests[("Service", "locust-etcd-master")]["metadata"]
+    for key in (("Deployment", "locust-etcd-master"), ("Job", "locust-etcd-master")):
+        annotations = manifests[key]["spec"]["template"]["metadata"]["annotations"]
+        assert annotations == {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": port,
+            "prometheus.io/path": "/metrics",
+        }
+        container_ports = {entry["name"]: entry["containerPort"] for entry in pod_container(manifests[key])["ports"]}
+        assert container_ports["metrics"] == int(port), key
+    worker = manifests[("Deployment", "locust-etcd-worker")]["spec"]["template"]["metadata"]
+    assert "prometheus.io/scrape" not in worker.get("annotations", {})  # workers serve nothing: the master merges
 
 
 def test_deployments_select_their_own_pods_and_share_one_image(manifests):

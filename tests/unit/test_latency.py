@@ -31,6 +31,7 @@ from etcd_users.files import (
     HlogKey,
 )
 from etcd_users.latency import store as latency_store
+from etcd_users.latency.client_cpu import REPORT_KEY as CPU_REPORT_KEY
 from etcd_users.latency.recorder import REPORT_KEY, LatencyRecorder
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyRow, LatencyStore, SealedInterval
 from etcd_users.latency.writer import history_fields, summary_fields
@@ -440,7 +441,7 @@ def test_a_report_for_a_written_second_is_added_not_lost(clock: Clock, tmp_path:
         """What Locust carries from the worker's report_to_master to the master's worker_report."""
         data: dict = {}
         fire_event(worker.environment, "report_to_master", client_id="worker-1", data=data)
-        assert set(data) == {REPORT_KEY}
+        assert set(data) == {REPORT_KEY, CPU_REPORT_KEY}  # the exact latencies and the client CPU samples
         fire_event(master.environment, "worker_report", client_id="worker-1", data=data)
 
     fire(worker, "put", 1.0)

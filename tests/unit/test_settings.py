@@ -266,6 +266,14 @@ BAD_OPTIONS = [
     bad("etcd_metrics_interval", math.nan, f"--etcd-metrics-interval: nan {NOT_FINITE} 5.0"),
     bad("etcd_compact_interval", -1.0, "--etcd-compact-interval: -1.0 must be zero or more"),
     bad("etcd_compact_interval", math.inf, f"--etcd-compact-interval: inf {NOT_FINITE} 0.0"),
+    bad("etcd_profile_on_breach", -1.0, "--etcd-profile-on-breach: -1.0 must be zero or more"),
+    bad("etcd_profile_on_breach", 301.0, "--etcd-profile-on-breach: 301.0 seconds is too long a profile; give at "
+        "most 300 (e.g. 10), or 0 for none"),
+    bad("etcd_prometheus_port", 65536, "--etcd-prometheus-port: 65536 is not a TCP port; give one from 1 to 65535 "
+        "(e.g. 9647), or 0 for no exporter"),
+    bad("etcd_prometheus_port", -1, "--etcd-prometheus-port: -1 is not a TCP port"),
+    bad("etcd_prometheus_window", 0, "--etcd-prometheus-window: 0 seconds is outside 1 to 3600; give e.g. 10"),
+    bad("etcd_prometheus_window", 86400, "--etcd-prometheus-window: 86400 seconds is outside 1 to 3600"),
     bad("etcd_max_request_bytes", 0, "--etcd-max-request-bytes: 0 must be greater than zero"),
     bad("etcd_max_request_bytes", 2**40, "--etcd-max-request-bytes: 1099511627776 is more than the 16777216 bytes "
         "(16 MiB) this tool's gRPC channels send"),
@@ -273,9 +281,42 @@ BAD_OPTIONS = [
     bad("etcd_sla", "p99<" + "9" * 400 + "ms", "--etcd-sla: '" + "p99<" + "9" * 56 + "'… (406 characters) has a "
         "threshold of 400 digits, beyond any number"),
     bad("etcd_sla", LONG, f"--etcd-sla: {SHORT_LONG} is not a gate"),
+    bad("etcd_junit", "reports/", "--etcd-junit: 'reports/' names a directory; give a file path such as "
+        "reports/junit.xml"),
+    bad("etcd_junit", "out/..", "--etcd-junit: 'out/..' names a directory"),
+    bad("etcd_junit", "out/" + "x" * 256 + ".xml", "--etcd-junit: 'out/" + "x" * 196 + "'… (264 characters) has a "
+        "name longer than 255 bytes, which no file system takes"),
+    bad("etcd_k8s_objects", "pods", "--etcd-k8s-objects: 'pods' is not RESOURCE:COUNT"),
+    bad("etcd_k8s_objects", "Pods:5", "--etcd-k8s-objects: 'Pods:5' is not RESOURCE:COUNT with a lower-case"),
+    bad("etcd_k8s_objects", "pods:0", "--etcd-k8s-objects: 'pods:0' asks for 0 objects; give between 1 and"),
+    bad("etcd_k8s_objects", "pods:1,pods:2", "--etcd-k8s-objects: 'pods' is listed twice"),
+    bad("etcd_k8s_objects", "pods:1,,leases:2", "--etcd-k8s-objects: 'pods:1,,leases:2' has an empty entry"),
+    bad("etcd_k8s_namespaces", 0, "--etcd-k8s-namespaces: 0 must be greater than zero"),
+    bad("etcd_k8s_namespaces", 10001, "--etcd-k8s-namespaces: 10001 is more than 10000; give at most 10000"),
+    bad("etcd_k8s_object_size", "8192:2048", "--etcd-k8s-object-size: '8192:2048' is not MIN:MAX"),
+    bad("etcd_k8s_object_size", "-1", "--etcd-k8s-object-size: '-1' is not MIN:MAX"),
+    bad("etcd_k8s_object_size", "2000000", "--etcd-k8s-object-size: objects of 2000000 bytes are larger than "
+        "etcd's --max-request-bytes"),
+    bad("etcd_k8s_page_size", 0, "--etcd-k8s-page-size: 0 must be greater than zero"),
+    bad("etcd_k8s_read_mix", "get:5,watch:3", "--etcd-k8s-read-mix: 'watch:3' is not NAME:WEIGHT"),
+    bad("etcd_k8s_read_mix", "get:0", "--etcd-k8s-read-mix: give at least one name with a positive weight"),
+    bad("etcd_k8s_read_mix", "get:1,get:2", "--etcd-k8s-read-mix: 'get' is listed twice"),
+    bad("etcd_k8s_write_mix", "update:-1", "--etcd-k8s-write-mix: 'update:-1' is not NAME:WEIGHT"),
+    bad("etcd_k8s_write_mix", "put:1", "--etcd-k8s-write-mix: 'put:1' is not NAME:WEIGHT with a finite weight of "
+        "zero or more and a name among update, delete, create"),
+    bad("etcd_k8s_rw_ratio", -1.0, "--etcd-k8s-rw-ratio: -1.0 must be zero or more"),
+    bad("etcd_k8s_nodes", 0, "--etcd-k8s-nodes: 0 must be greater than zero"),
+    bad("etcd_k8s_nodes", 2_000_000, "--etcd-k8s-nodes: 2000000 is more than 1000000"),
+    bad("etcd_k8s_lease_period", 0.0, "--etcd-k8s-lease-period: 0.0 must be greater than zero"),
+    bad("etcd_k8s_compact_interval", -5.0, "--etcd-k8s-compact-interval: -5.0 must be zero or more"),
+    bad("etcd_k8s_prefill_seconds", 0.0, "--etcd-k8s-prefill-seconds: 0.0 must be greater than zero"),
 ]  # fmt: skip
 # options without a bad value: flags, which are on or off
-NO_BAD_VALUE = {"--etcd-sequential-keys", "--etcd-allow-existing", "--etcd-cleanup", "--etcd-skip-preflight"}
+NO_BAD_VALUE = {
+    *("--etcd-sequential-keys", "--etcd-allow-existing", "--etcd-cleanup", "--etcd-skip-preflight"),
+    "--etcd-local-pprof",
+    "--etcd-k8s-compact-allowed",
+}
 
 
 @pytest.mark.parametrize("dest, value, message, context", BAD_OPTIONS)

@@ -333,6 +333,10 @@ def test_sine_without_rate_suggests_a_fine_rate():
         ({"shape_sine_jitter": "1,\udcff"}, "--shape-sine-jitter"),
         ({"shape_sine_jitter": "1," + "2" * 20000}, "--shape-sine-jitter"),
         ({"shape_seed": "x" * 20000}, "--shape-seed"),
+        ({"shape_search_rounds": 31}, "--shape-search-rounds"),
+        ({"shape_search_start": 0}, "--shape-search-start"),
+        ({"shape_search_start": 500, "shape_search_max": 100}, "--shape-search-max"),
+        ({"shape_stop_on_breach": "maybe"}, "--shape-stop-on-breach"),
     ],
 )  # fmt: skip
 def test_bad_settings_are_one_line_naming_the_option(overrides, flag):
@@ -430,7 +434,10 @@ def test_shape_json_record(tmp_path):
         "warmup": True,
         "started_at": record["levels"][0]["started_at"],
         "running_at": None,  # no runner here to spawn the users
+        "ended_at": None,
         "errors": None,
+        "verdict": None,  # warm-ups are never judged, and this run has no gates
+        "checks": [],
     }
     assert record["sla"] is None
     assert record["levels"][0]["started_at"] is not None
@@ -573,8 +580,8 @@ print(s.seed, s.warmup)
     result = run_python(code, cwd=REPO, SHAPE_SEED="9", SHAPE_WARMUP="30")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "(1, 5) (-2.0, 3.0) 0.5 1 17"
-    assert lines[1] == "17 " + str(sorted(["float"] * 3 + ["int"] * 12 + ["str"] * 2))
+    assert lines[0] == "(1, 5) (-2.0, 3.0) 0.5 1 21"
+    assert lines[1] == "21 " + str(sorted(["bool"] + ["float"] * 3 + ["int"] * 15 + ["str"] * 2))
     assert lines[2] == "9 30"  # environment variables
     assert result.stderr == ""
 
@@ -584,7 +591,7 @@ def test_each_module_loads_by_path_from_elsewhere_with_one_shape(tmp_path):
     code = f"""
 from locust.util.load_locustfile import load_locustfile
 from locust.argument_parser import get_parser
-for name in ("step_spike", "ladder", "sine", "base", "options", "plan"):
+for name in ("step_spike", "ladder", "sine", "capacity", "base", "options", "plan", "judging"):
     users, shapes = load_locustfile({str(REPO / "shapes")!r} + "/" + name + ".py")
     print(name, [type(shape).__name__ for shape in shapes])
 get_parser().parse_args(["--shape-seed", "3"])
@@ -595,7 +602,9 @@ get_parser().parse_args(["--shape-seed", "3"])
         "step_spike ['StepSpikeShape']",
         "ladder ['ConcurrencyLadderShape']",
         "sine ['SineWaveShape']",
+        "capacity ['CapacitySearchShape']",
         "base []",
         "options []",
         "plan []",
+        "judging []",
     ]

@@ -1,0 +1,3 @@
+"""Kubernetes-shaped traffic: kube-apiserver's calls to etcd (``client``), its key layout and the workload's choices
+(``layout``, pure), and what a run does around them on the master (``run``: the objects written first, compaction).
+"""

@@ -1,0 +1,212 @@
+"""Each Locust process's own CPU, once a second: was it etcd or the load generator that ran out?
+
+Every process (a master, each worker, a single process) samples ``time.process_time()`` (all its threads: the users'
+greenlets and the gRPC bridge's loop) in a background greenlet, on the whole wall-clock second: a sample is the CPU
+the process used over [T, T+1) in percent of one core (above 100 is possible, the bridge's thread runs beside the
+users'), and, on Linux, the time its users' thread was ready to run but waited for a CPU (``/proc/self/schedstat``):
+on a machine whose cores are all busy a generator that wants a whole core gets less, and waits for the rest. One
+clock read and one small file read a second, nothing on the request path. A process too busy to wake on time gives
+one longer interval, still labelled with the second it started in.
+
+Workers ship their samples with Locust's own report (``report_to_master``), the way the latency store ships its
+closed seconds; the master adds them under the worker's id (Locust's ``client_id``). The master (or the single
+process) writes them with ``--csv PREFIX`` to ``PREFIX_client_cpu.csv`` (columns in ``etcd_users.files``), its own
+rows as ``master`` (``local`` without workers): appended in time order once every worker has had the time to report
+a second, all of them at ``quit``. Memory stays bounded on hour-long runs: the master keeps only the rows not yet
+written, a worker only the samples not yet sent (at most ``MAX_UNSENT``).
+"""
+
+from __future__ import annotations
+
+from locust import runners as locust_runners
+from locust.env import Environment
+
+import csv
+import logging
+import math
+import time
+from collections import deque
+from typing import Any, TextIO
+
+import gevent
+
+from etcd_users.files import CLIENT_CPU_COLUMNS, LOCAL_PROCESS, MASTER_PROCESS, SUFFIXES
+
+logger = logging.getLogger(__name__)
+
+REPORT_KEY = "etcd_client_cpu"
+SAMPLE_SECONDS = 1.0
+# A worker that cannot reach its master keeps this many samples (the oldest go first).
+MAX_UNSENT = 600
+# On a master a second is written once every worker has had the time to report it (reports every 3 s).
+LATE_GRACE_SECONDS = 2.0
+
+SCHEDSTAT = "/proc/self/schedstat"  # the main thread's: "run ns, run-queue wait ns, time slices"
+
+_now = time.time
+_cpu = time.process_time
+
+Sample = tuple[int, float, float | None]  # (second, CPU and run-queue wait in percent of one core)
+Row = tuple[int, str, float, float | None]  # (second, process, CPU %, wait %)
+
+
+def _run_queue_wait() -> float | None:
+    """Seconds the main thread has waited for a CPU since it started; None where the system does not say."""
+    try:
+        with open(SCHEDSTAT, "rb") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_percent(cpu_seconds: float, wall_seconds: float) -> float | None:
+    """CPU (or wait) over an interval in percent of one core; None for an interval of no length."""
+    if wall_seconds <= 0:
+        return None
+    return 100.0 * max(0.0, cpu_seconds) / wall_seconds
+
+
+def row_fields(row: Row) -> list[str | int]:
+    """A row in CLIENT_CPU_COLUMNS order."""
+    second, process, percent, wait = row
+    return [second, process, f"{percent:.1f}", "" if wait is None else f"{wait:.1f}"]
+
+
+class CpuSampler:
+    """The samples of this process: one per whole second, from ``start()`` until ``stop()``."""
+
+    def __init__(self, on_sample) -> None:
+        self._on_sample = on_sample
+        self._greenlet: gevent.Greenlet | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._greenlet is not None and not self._greenlet.dead
+
+    def start(self) -> None:
+        if not self.running:
+            self._greenlet = gevent.spawn(self._sample_forever)
+
+    def stop(self) -> None:
+        if self._greenlet is not None:
+            self._greenlet.kill(block=False)
+            self._greenlet = None
+
+    def _sample_forever(self) -> None:
+        # the first interval starts on the next whole second
+        second = math.floor(_now()) + 1
+        gevent.sleep(max(0.0, second - _now()))
+        wall, cpu, waited = _now(), _cpu(), _run_queue_wait()
+        while True:
+            gevent.sleep(max(0.0, second + SAMPLE_SECONDS - _now()))
+            now, used, waiting = _now(), _cpu(), _run_queue_wait()
+            percent = cpu_percent(used - cpu, now - wall)
+            wait = None if waiting is None or waited is None else cpu_percent(waiting - waited, now - wall)
+            if percent is not None:
+                try:
+                    self._on_sample((second, percent, wait))
+                except Exception:
+                    logger.exception("could not record the client CPU")
+            # a late wake-up (a busy process) starts the next interval on the second it is in
+            second = max(second + 1, math.floor(now))
+            wall, cpu, waited = now, used, waiting
+
+
+class ClientCpuFile:
+    """``PREFIX_client_cpu.csv``: a header, then rows appended (after ``close()``, appended to what is there)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.path = prefix + SUFFIXES["client_cpu"]
+        self._file: TextIO | None = open(self.path, "w", newline="")
+        csv.writer(self._file).writerow(CLIENT_CPU_COLUMNS)
+        self._file.flush()
+
+    def append(self, rows: list[Row]) -> None:
+        if not rows:
+            return
+        if self._file is None:
+            self._file = open(self.path, "a", newline="")
+        csv.writer(self._file).writerows(row_fields(row) for row in rows)
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class ClientCpu:
+    """What Locust's events ask of the client CPU on a master, a worker or a single process (wired by the plugin)."""
+
+    def __init__(self, environment: Environment | None = None) -> None:
+        self.environment = environment
+        self.sampler = CpuSampler(self._on_sample)
+        self._unsent: deque[Sample] = deque(maxlen=MAX_UNSENT)  # a worker's samples the master has not had
+        self._pending: list[Row] = []  # a master's (or single process's) rows not written yet
+        self._file: ClientCpuFile | None = None
+
+    # -- samples --
+
+    def _on_sample(self, sample: Sample) -> None:
+        if self._is_worker():
+            self._unsent.append(sample)
+            return
+        process = MASTER_PROCESS if isinstance(self.environment.runner, locust_runners.MasterRunner) else LOCAL_PROCESS
+        self._pending.append((sample[0], process, *sample[1:]))
+        self.flush()
+
+    def on_report_to_master(self, data: dict[str, Any]) -> None:
+        data[REPORT_KEY] = [list(sample) for sample in self._unsent]
+        self._unsent.clear()
+
+    def on_worker_report(self, client_id: str, data: dict[str, Any]) -> None:
+        for second, percent, *wait in data.get(REPORT_KEY) or ():
+            waited = None if not wait or wait[0] is None else float(wait[0])  # None: the worker's system does not say
+            self._pending.append((int(second), str(client_id), float(percent), waited))
+
+    # -- output --
+
+    def flush(self, final: bool = False) -> None:
+        """Write the rows every process has had the time to report (all of them when ``final``), in time order."""
+        if final:
+            ready, self._pending = self._pending, []
+        else:
+            horizon = _now()
+            if isinstance(self.environment.runner, locust_runners.MasterRunner):
+                horizon -= locust_runners.WORKER_REPORT_INTERVAL + LATE_GRACE_SECONDS
+            ready = [row for row in self._pending if row[0] + SAMPLE_SECONDS <= horizon]
+            if not ready:
+                return
+            self._pending = [row for row in self._pending if row[0] + SAMPLE_SECONDS > horizon]
+        ready.sort(key=lambda row: (row[0], row[1] != MASTER_PROCESS and row[1] != LOCAL_PROCESS, row[1]))
+        target = self._client_cpu_file()
+        if target is not None:
+            target.append(ready)
+
+    def _client_cpu_file(self) -> ClientCpuFile | None:
+        if self._file is None:
+            prefix = getattr(self.environment.parsed_options, "csv_prefix", None)
+            if not prefix or self._is_worker():
+                return None
+            self._file = ClientCpuFile(prefix)
+        return self._file
+
+    # -- the run's events --
+
+    def on_test_start(self) -> None:
+        if self._file is not None:
+            self.flush(final=True)  # the previous run's last seconds, before its file is replaced
+            self._file.close()
+            self._file = None
+        self.sampler.start()
+
+    def on_quit(self) -> None:
+        # after the latency recorder's: the workers' last reports are in
+        self.sampler.stop()
+        if not self._is_worker():
+            self.flush(final=True)
+        if self._file is not None:
+            self._file.close()
+
+    def _is_worker(self) -> bool:
+        return self.environment is not None and isinstance(self.environment.runner, locust_runners.WorkerRunner)

@@ -1,0 +1,415 @@
+"""The live Prometheus exporter (``--etcd-prometheus-port``): the run's figures as the master merges them.
+
+The master (or the single process of a local run; never a worker) serves ``/metrics`` on its own port, and on the
+web UI's port at ``/etcd/metrics`` when the web UI runs. Every figure covers all workers: it is read from what the
+master already merges, never measured on the request path.
+
+- ``locust_etcd_requests_total{name}`` and ``locust_etcd_failures_total{name,error}``: Locust's own counts (failures
+  by etcd's label, as in ``PREFIX_failures.csv``); they start again at each test start, which ``rate()`` takes as a
+  counter reset.
+- ``locust_etcd_request_duration_seconds{name}``: a histogram of the successful requests since the test started,
+  counted from the run's exact HDR histograms into ``BUCKETS_S`` (20 per decade from 50 µs to 10 s), so that
+  ``histogram_quantile`` over ``rate(..._bucket[…])`` works across scrapes and instances.
+- ``locust_etcd_latency_seconds{name,quantile}``: P50, P90, P95, P99 and P99.9, exact (HdrHistogram's 3 digits, as
+  in ``PREFIX_latency_history.csv``) from the per-second histograms merged over the last ``--etcd-prometheus-window``
+  complete seconds; on a master the window ends ``MASTER_LAG_S`` back, where every worker's report is in.
+- ``locust_etcd_users``, ``locust_etcd_shape_planned_qps``, ``locust_etcd_shape_level_info{level}`` (a
+  ``shapes.base.PlannedShape``'s current level while a test runs), ``locust_etcd_sla_gate_passing{gate}`` (each
+  ``--etcd-sla`` gate judged on the same window, 1 or 0, absent while the window holds no request) and
+  ``locust_etcd_run_info{class,target,endpoints_count,version}``.
+
+Nothing is computed between scrapes except the window's bookkeeping: each merged second of each request name is kept
+as its non-zero HDR counts (``RecentSeconds``, fed by ``LatencyStore.on_merged``) for the window and dropped after,
+so memory stays bounded however long the run. A scrape runs in a greenlet of the process, like Locust's web UI, and
+costs about 1.5 ms per request name (most of it prometheus_client writing the 110 lines of each name's histogram).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from importlib import metadata
+from typing import Any, NamedTuple
+
+import numpy as np
+from flask import make_response, request
+from gevent.pywsgi import WSGIServer
+from hdrh.histogram import HdrHistogram
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from etcd_users import hdr
+from etcd_users.files import SERVICE
+from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.latency.store import Key
+from etcd_users.reporting import sla
+from etcd_users.settings import EtcdSettings, SlaError, parse_gates
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "locust_etcd_"
+WEB_UI_ROUTE = "/etcd/metrics"
+QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
+# 10^(k/20) s rounded to 3 digits, k = -86 … 20: 50 µs, 56.2 µs, 63.1 µs, 70.8 µs, 79.4 µs, 89.1 µs, 100 µs, …,
+# 8.91 s, 10 s; each bound 12.2 % above the one before (histogram_quantile interpolates within one such step).
+BUCKETS_S = tuple(5e-5 if k == -86 else float(f"{10 ** (k / 20):.3g}") for k in range(-86, 21))
+# Workers report every 3 s (locust.runners.WORKER_REPORT_INTERVAL): a master's window ends where all reports are in.
+MASTER_LAG_S = 4
+RUNNING_STATES = ("spawning", "running")  # locust.runners' STATE_SPAWNING and STATE_RUNNING
+
+
+class ExporterError(RuntimeError):
+    """The exporter cannot serve (its port is taken), told in one line."""
+
+
+def version() -> str:
+    try:
+        return metadata.version("locust-etcd")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# -- the recent seconds (the window) --
+
+
+class _Chunk(NamedTuple):
+    """Part of one second of one request name: non-zero HDR counts by index, and their exact extremes (µs)."""
+
+    indexes: np.ndarray
+    counts: np.ndarray
+    min_us: int
+    max_us: int
+
+
+class Window(NamedTuple):
+    """The merged seconds ``[first, end)`` of the window, per request name (service series, all types together)."""
+
+    histograms: dict[str, HdrHistogram]  # successes
+    successes: dict[str, int]
+    failures: dict[str, int]
+    seconds: int  # from the window's first second with data to its end
+
+
+class RecentSeconds:
+    """Each merged second of the last ``keep_s`` seconds per request name, as compact HDR counts; older ones go."""
+
+    def __init__(self, keep_s: int) -> None:
+        self.keep_s = keep_s
+        self._chunks: dict[int, dict[str, list[_Chunk]]] = {}
+        self._failures: dict[int, dict[str, int]] = {}
+        self._newest = 0
+
+    def add(self, second: int, key: Key, histogram: HdrHistogram | None, failures: int) -> None:
+        """``LatencyStore.on_merged``: a second of a key merged on this process (from a worker or its own users)."""
+        _type, name, series = key
+        if series != SERVICE or second < self._newest - self.keep_s:
+            return
+        if histogram is not None and histogram.total_count:
+            counts = np.ctypeslib.as_array(histogram.counts)
+            indexes = np.flatnonzero(counts)
+            chunk = _Chunk(indexes, counts[indexes].copy(), histogram.min_value, histogram.max_value)
+            self._chunks.setdefault(second, {}).setdefault(name, []).append(chunk)
+        if failures:
+            per_name = self._failures.setdefault(second, {})
+            per_name[name] = per_name.get(name, 0) + failures
+        if second > self._newest:
+            self._newest = second
+            self._forget_before(second - self.keep_s)
+
+    def _forget_before(self, second: int) -> None:
+        for seconds in (self._chunks, self._failures):
+            for old in [old for old in seconds if old < second]:
+                del seconds[old]
+
+    def window(self, end: int, length: int) -> Window:
+        """The seconds ``end - length <= s < end`` merged per request name."""
+        self._forget_before(end - self.keep_s)
+        start = end - length
+        histograms: dict[str, HdrHistogram] = {}
+        failures: dict[str, int] = {}
+        first = end
+        for second, per_name in self._chunks.items():
+            if not start <= second < end:
+                continue
+            first = min(first, second)
+            for name, chunks in per_name.items():
+                histogram = histograms.get(name)
+                if histogram is None:
+                    histogram = histograms[name] = hdr.new_histogram()
+                _add_chunks(histogram, chunks)
+        for second, per_name in self._failures.items():
+            if not start <= second < end:
+                continue
+            first = min(first, second)
+            for name, count in per_name.items():
+                failures[name] = failures.get(name, 0) + count
+        successes = {name: histogram.total_count for name, histogram in histograms.items()}
+        return Window(histograms, successes, failures, end - first)
+
+
+def _add_chunks(histogram: HdrHistogram, chunks: Iterable[_Chunk]) -> None:
+    counts = np.ctypeslib.as_array(histogram.counts)
+    for chunk in chunks:
+        counts[chunk.indexes] += chunk.counts
+        total = int(chunk.counts.sum())
+        if not histogram.total_count or chunk.min_us < histogram.min_value:
+            histogram.min_value = chunk.min_us
+        histogram.max_value = max(histogram.max_value, chunk.max_us)
+        histogram.total_count += total
+
+
+# -- the buckets of the cumulative histogram --
+
+
+class _Layout:
+    """Where each bound of BUCKETS_S falls in an HDR histogram's counts, and each count's middle value (µs)."""
+
+    def __init__(self) -> None:
+        template = hdr.new_histogram()
+        # values are whole µs: "≤ bound" is "≤ floor(bound)", whose HDR count holds it (3 significant digits); the
+        # slack keeps 251 µs from flooring to 250 (2.51e-4 * 1e6 is 250.99…)
+        micros = [int(bound * 1e6 + 1e-6) for bound in BUCKETS_S]
+        self.bound_indexes = np.array([template.get_counts_array_index(value) for value in micros])
+        lows = np.array([template.get_value_from_index(index) for index in range(template.counts_len)], dtype=float)
+        highs = np.array([template.get_highest_equivalent_value(int(low)) for low in lows], dtype=float)
+        self.middles_us = lows + np.floor((highs - lows + 1) / 2)  # hdr.mean_us's convention
+
+
+_LAYOUT: _Layout | None = None
+
+
+def bucket_counts(histograms: Iterable[HdrHistogram]) -> tuple[list[int], int, float]:
+    """Cumulative counts at each bound of BUCKETS_S, the total, and the sum in seconds, over ``histograms``."""
+    global _LAYOUT
+    if _LAYOUT is None:
+        _LAYOUT = _Layout()
+    # float64 holds every count exactly (below 2**53) and takes numpy's fast paths, which uint64 arithmetic misses
+    counts = np.zeros(len(_LAYOUT.middles_us), dtype=np.float64)
+    for histogram in histograms:
+        np.add(counts, np.ctypeslib.as_array(histogram.counts), out=counts, casting="unsafe")
+    cumulative = np.cumsum(counts)
+    total = int(cumulative[-1]) if len(cumulative) else 0
+    bounded = [int(value) for value in cumulative[_LAYOUT.bound_indexes]]
+    return bounded, total, float((counts * _LAYOUT.middles_us).sum()) / 1e6  # no BLAS call: no threads of its own
+
+
+# -- the collector --
+
+
+class RunCollector(Collector):
+    """Every ``locust_etcd_*`` metric, computed when scraped from the master's merged figures."""
+
+    def __init__(
+        self,
+        environment,
+        recorder: LatencyRecorder,
+        run_settings: Callable[[], EtcdSettings | None],
+        recent: RecentSeconds,
+        lag_s: int,
+    ) -> None:
+        self.environment = environment
+        self.recorder = recorder
+        self.run_settings = run_settings
+        self.recent = recent
+        self.lag_s = lag_s
+        self.version = version()
+
+    def collect(self) -> Iterator[Metric]:
+        self.recorder.collect()  # a single process's own latest seconds, folded in
+        yield from self._counts()
+        yield self._durations()
+        settings = self.run_settings()
+        length = settings.prometheus_window if settings is not None else 10
+        self.recent.keep_s = max(self.recent.keep_s, length + self.lag_s + 2)  # a later run's longer window (web UI)
+        window = self.recent.window(int(time.time()) - self.lag_s, length)
+        yield self._quantiles(window)
+        yield from self._runner()
+        yield self._gates(window)
+        yield self._info(settings)
+
+    def _counts(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            PREFIX + "requests", "Requests since the test started, failures included.", labels=["name"]
+        )
+        per_name: dict[str, int] = {}
+        stats = self.environment.stats
+        for (name, _method), entry in list(stats.entries.items()):
+            per_name[name] = per_name.get(name, 0) + entry.num_requests
+        for name, count in sorted(per_name.items()):
+            requests.add_metric([name], count)
+        yield requests
+        failures = CounterMetricFamily(
+            PREFIX + "failures",
+            "Failed requests since the test started, by etcd's error label.",
+            labels=["name", "error"],
+        )
+        per_label: dict[tuple[str, str], int] = {}
+        for error in list(stats.errors.values()):
+            key = (error.name, str(error.error))
+            per_label[key] = per_label.get(key, 0) + error.occurrences
+        for (name, label), count in sorted(per_label.items()):
+            failures.add_metric([name, label], count)
+        yield failures
+
+    def _durations(self) -> Metric:
+        family = HistogramMetricFamily(
+            PREFIX + "request_duration",
+            "Response times of the successful requests since the test started, from the exact HDR histograms.",
+            labels=["name"],
+            unit="seconds",
+        )
+        by_name: dict[str, list[HdrHistogram]] = {}
+        for (_type, name, _series), histogram in self.recorder.store.histograms(SERVICE).items():
+            by_name.setdefault(name, []).append(histogram)
+        for name, histograms in sorted(by_name.items()):
+            cumulative, total, total_s = bucket_counts(histograms)
+            buckets = [(floatToGoString(bound), count) for bound, count in zip(BUCKETS_S, cumulative, strict=True)]
+            family.add_metric([name], [*buckets, ("+Inf", total)], total_s)
+        return family
+
+    def _quantiles(self, window: Window) -> Metric:
+        family = GaugeMetricFamily(
+            PREFIX + "latency",
+            "Exact response-time quantiles of the successful requests of the last --etcd-prometheus-window seconds.",
+            labels=["name", "quantile"],
+            unit="seconds",
+        )
+        for name, histogram in sorted(window.histograms.items()):
+            values = hdr.percentiles_us(histogram, [quantile * 100 for quantile in QUANTILES])
+            for quantile, micros in zip(QUANTILES, values, strict=True):
+                family.add_metric([name, floatToGoString(quantile)], micros / 1e6)
+        return family
+
+    def _runner(self) -> Iterator[Metric]:
+        runner = self.environment.runner
+        users = GaugeMetricFamily(PREFIX + "users", "Users running (on a master: as its workers report them).")
+        users.add_metric([], getattr(runner, "user_count", 0) or 0)
+        yield users
+        planned = GaugeMetricFamily(PREFIX + "shape_planned_qps", "QPS the load shape's current level targets.")
+        level_info = GaugeMetricFamily(
+            PREFIX + "shape_level_info", "The load shape's current level (value 1).", labels=["level"]
+        )
+        level = getattr(self.environment.shape_class, "current_level", None)  # a shapes.base.PlannedShape's
+        if level is not None and getattr(runner, "state", None) in RUNNING_STATES:
+            level_info.add_metric([str(level.name)], 1)
+            if level.qps is not None:
+                planned.add_metric([], float(level.qps))
+        yield planned
+        yield level_info
+
+    def _gates(self, window: Window) -> Metric:
+        family = GaugeMetricFamily(
+            PREFIX + "sla_gate_passing",
+            "Each --etcd-sla gate judged on the last --etcd-prometheus-window seconds: 1 passing, 0 failing.",
+            labels=["gate"],
+        )
+        try:
+            gates = parse_gates(getattr(self.environment.parsed_options, "etcd_sla", "") or "")
+        except SlaError:
+            return family  # only the web UI's form can hold one; the run refuses it at start
+        requests = {
+            name: window.successes.get(name, 0) + window.failures.get(name, 0)
+            for name in window.successes.keys() | window.failures.keys()
+        }
+        if not gates or not any(requests.values()):
+            return family
+        measured = sla.Measurements(window.histograms, requests, window.failures, float(window.seconds))
+        for result in sla.evaluate_all(gates, measured):
+            family.add_metric([f"{result.gate.label} {result.gate.limit}"], 1 if result.passed else 0)
+        return family
+
+    def _info(self, settings: EtcdSettings | None) -> Metric:
+        family = GaugeMetricFamily(
+            PREFIX + "run_info",
+            "The run: its User classes, target mode, number of endpoints and the tool's version (value 1).",
+            labels=["class", "target", "endpoints_count", "version"],
+        )
+        classes = ",".join(sorted(cls.__name__ for cls in self.environment.user_classes or ()))
+        target = settings.target if settings is not None else ""
+        endpoints = str(len(settings.endpoints)) if settings is not None else "0"
+        family.add_metric([classes, target, endpoints, self.version], 1)
+        return family
+
+
+# -- serving --
+
+
+class Exporter:
+    """The registry, its own port, and the web UI's route."""
+
+    def __init__(self, registry: CollectorRegistry, server: WSGIServer | None, url: str) -> None:
+        self.registry = registry
+        self.server = server
+        self.url = url
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop(timeout=1)
+            self.server = None
+
+
+def start(
+    environment,
+    web_ui,
+    recorder: LatencyRecorder,
+    run_settings: Callable[[], EtcdSettings | None],
+    is_master: bool,
+) -> Exporter | None:
+    """Serve the metrics on ``--etcd-prometheus-port`` (and at /etcd/metrics of the web UI); None when it is 0."""
+    settings = run_settings()
+    port = settings.prometheus_port if settings is not None else 0
+    if not port:
+        return None
+    options = environment.parsed_options
+    host = getattr(options, "web_host", "") or ""
+    host = "" if host == "*" else host
+    taken = {"--web-port": getattr(options, "web_port", None) if web_ui is not None else None}
+    if is_master:
+        taken["--master-bind-port"] = getattr(options, "master_bind_port", None)
+    for flag, used in taken.items():
+        if used == port:
+            raise ExporterError(
+                f"--etcd-prometheus-port: {port} is also {flag}; give another port"
+                + (f" (the web UI serves the same page at {WEB_UI_ROUTE})" if flag == "--web-port" else "")
+            )
+    window = settings.prometheus_window
+    recent = RecentSeconds(window + MASTER_LAG_S + 2)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(RunCollector(environment, recorder, run_settings, recent, MASTER_LAG_S if is_master else 0))
+    recorder.store.on_merged = recent.add
+    server = WSGIServer((host, port), make_wsgi_app(registry), log=None, error_log=logger)
+    try:
+        server.start()
+    except OSError as error:
+        raise ExporterError(
+            f"--etcd-prometheus-port: cannot listen on {host or '*'}:{port} ({error.strerror or error}); give a free "
+            "port, or 0 for no exporter"
+        ) from None
+    url = f"http://{_url_host(host)}:{port}/metrics"
+    logger.info("Prometheus metrics at %s", url)
+    exporter = Exporter(registry, server, url)
+    if web_ui is not None:
+        _serve_on_web_ui(environment, web_ui, registry)
+    return exporter
+
+
+def _url_host(host: str) -> str:
+    if not host:
+        return "0.0.0.0"
+    return f"[{host}]" if ":" in host else host
+
+
+def _serve_on_web_ui(environment, web_ui, registry: CollectorRegistry) -> None:
+    base = getattr(environment.parsed_options, "web_base_path", "") or ""
+
+    @web_ui.app.route(f"{base}{WEB_UI_ROUTE}")
+    @web_ui.auth_required_if_enabled
+    def etcd_metrics() -> Any:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        response = make_response(encoder(registry))
+        response.headers["Content-Type"] = content_type
+        return response

@@ -1,0 +1,247 @@
+"""Kubernetes-shaped traffic (EtcdKubernetesUser, EtcdKubernetesNodeUser) on a real 3-member etcd, confirmed by the
+members' own counters: the mix of Txn, Range and Watch, paged lists, conflicts counted apart from etcd's errors, watch
+events of the run's writes, nothing written outside the prefix, and compaction only where it is allowed."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from certs import etcd_client
+from checks import assert_no_traceback, failure_labels, stats_rows
+from support import HEADLESS, headless_args, member_counter, run_locust
+
+from etcd_users.reporting.exposition import fetch_metrics, metric_sum
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CONFLICT = "k8s: conflict"
+
+
+def run(cluster, out, prefix: str, *args: str, users: int = 6, seconds: int = 5, classes=("EtcdKubernetesUser",)):
+    command = headless_args(
+        cluster, out / "run", "--etcd-prefix", prefix, "--etcd-cleanup", *args, *classes, users=users, seconds=seconds
+    )
+    result = run_locust(*command, timeout=120)
+    assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: conflicts are Locust failures
+    assert_no_traceback(result.stdout + result.stderr)
+    rows = stats_rows(out / "run")
+    labels = failure_labels(out / "run")
+    assert set(labels) <= {CONFLICT}, labels  # etcd answered every request
+    assert result.returncode == (1 if labels else 0)
+    return rows, labels, result
+
+
+def count(rows, name: str) -> int:
+    return int(rows[name]["Request Count"]) if name in rows else 0
+
+
+def writes(rows) -> int:
+    return sum(count(rows, name) for name in ("k8s/create", "k8s/update", "k8s/delete"))
+
+
+def watch_messages(cluster, kind: str) -> float:
+    """Watch messages the members received (watcher creations) or sent (created, events): streams count as handled
+    only when they end."""
+    return sum(
+        metric_sum(fetch_metrics(url), f"grpc_server_msg_{kind}_total", grpc_method="Watch")
+        for url in cluster.metrics_urls
+    )
+
+
+def counters(cluster) -> dict[str, float]:
+    return {
+        "Txn": sum(member_counter(cluster, "Txn")),
+        "Range": sum(member_counter(cluster, "Range")),
+        "Compact": sum(member_counter(cluster, "Compact")),
+        "watch-received": watch_messages(cluster, "received"),
+        "watch-sent": watch_messages(cluster, "sent"),
+    }
+
+
+def test_kubernetes_traffic_reaches_the_members_in_its_proportions(etcd3, tmp_out):
+    prefix = "/locust-etcd-k8s-mix/"
+    client = etcd_client(etcd3.endpoints[0])
+    sentinels = {
+        b"/locust-etcd-k8s-mix": b"the prefix without its slash",
+        b"/locust-etcd-k8s-mix0": bytes(range(256)),
+        b"/registry/pods/default/web-0": b"\x00a pod of a real cluster\xff",
+    }
+    for key, value in sentinels.items():
+        client.put(key, value)
+    before_keys = {key: client.get(key) for key in sentinels}
+    before = counters(etcd3)
+
+    objects = {"pods": 300, "configmaps": 60, "leases": 20}
+    rows, _, result = run(
+        etcd3,
+        tmp_out,
+        prefix,
+        "--etcd-k8s-objects",
+        ",".join(f"{resource}:{number}" for resource, number in objects.items()),
+        "--etcd-k8s-page-size",
+        "50",
+        "--etcd-k8s-object-size",
+        "256:1024",
+        "--etcd-k8s-nodes",
+        "40",
+        "--etcd-k8s-lease-period",
+        "1",
+        users=8,
+        classes=("EtcdKubernetesUser", "EtcdKubernetesNodeUser"),
+    )
+    after = counters(etcd3)
+
+    # every operation of the mixes ran, under its name
+    assert {"k8s/get", "k8s/get-stale", "k8s/get-at-rev", "k8s/list", "k8s/list-stale", "k8s/update"} <= set(rows)
+    assert {"k8s/watch", "k8s/lease-renew"} <= set(rows)
+    # the objects were written first, and not measured
+    assert "kubernetes prefill: 0 objects existed" in result.stderr and f"{sum(objects.values()) + 40} written" in (
+        result.stderr
+    )
+    # Txn: the prefill's creates, the run's writes and lease renewals (each a compare-and-write)
+    prefilled = sum(objects.values()) + 40
+    run_txns = after["Txn"] - before["Txn"] - prefilled
+    measured = writes(rows) + count(rows, "k8s/lease-renew")
+    assert measured <= run_txns <= measured + 16, (run_txns, measured)  # + the writes cut by the stop
+    # the update share of the write mix (90 %), loosely
+    assert 0.8 < count(rows, "k8s/update") / writes(rows) < 0.97
+    # Range: one per get, list page and count; as many read operations as writes (rw-ratio 1), and a list of a
+    # resource (picked uniformly) takes 6, 2 or 1 pages: about 0.15 + 0.85 * 3 = 2.7 Ranges per write
+    ranges = sum(count(rows, name) for name in rows if name.startswith(("k8s/get", "k8s/list", "k8s/count")))
+    assert ranges <= after["Range"] - before["Range"]
+    assert 1.8 < ranges / writes(rows) < 3.8, (ranges, writes(rows))
+    # Watch: one watcher per resource for the process, created once; an event per successful write
+    assert 3 <= after["watch-received"] - before["watch-received"] <= 6
+    assert after["watch-sent"] - before["watch-sent"] > 3
+    succeeded = measured - sum(int(rows[name]["Failure Count"]) for name in rows)
+    assert 0.9 * succeeded <= count(rows, "k8s/watch") <= succeeded + 16, (count(rows, "k8s/watch"), succeeded)
+    # node heartbeats: 40 leases every second, for the 5 s of the run
+    assert 150 <= count(rows, "k8s/lease-renew") <= 240, count(rows, "k8s/lease-renew")
+    # and outside the prefix, nothing changed: value, revisions, version
+    for key, (value, metadata) in before_keys.items():
+        now_value, now_metadata = client.get(key)
+        assert now_value == value == sentinels[key]
+        assert (now_metadata.mod_revision, now_metadata.version) == (metadata.mod_revision, metadata.version)
+    assert client.get_prefix_response(prefix.encode(), count_only=True).count == 0  # --etcd-cleanup
+
+
+def test_a_list_larger_than_a_page_takes_several_pages_and_compaction_waits_to_be_allowed(etcd3, tmp_out):
+    before = counters(etcd3)
+    # 120 pods in pages of 50: 3 pages a list; as many lists as writes
+    rows, _, result = run(
+        etcd3,
+        tmp_out,
+        "/locust-etcd-k8s-pages/",
+        "--etcd-k8s-objects",
+        "pods:120",
+        "--etcd-k8s-page-size",
+        "50",
+        "--etcd-k8s-object-size",
+        "512",
+        "--etcd-k8s-read-mix",
+        "list-stale:1",
+        "--etcd-k8s-compact-interval",
+        "1",
+    )
+    after = counters(etcd3)
+    assert set(rows) >= {"k8s/list-stale", "k8s/update"} and "k8s/list" not in rows
+    pages = count(rows, "k8s/list-stale") / writes(rows)
+    assert 2.4 < pages < 3.6, pages
+    # the endpoints were given: not the tool's cluster to compact
+    assert after["Compact"] == before["Compact"]
+    assert "--etcd-k8s-compact-allowed" in result.stderr
+
+
+def test_racing_updates_are_conflicts_not_errors_and_compaction_runs_when_allowed(etcd3, tmp_out):
+    before = counters(etcd3)
+    rows, labels, result = run(
+        etcd3,
+        tmp_out,
+        "/locust-etcd-k8s-race/",
+        "--etcd-k8s-objects",
+        "pods:2",
+        "--etcd-k8s-object-size",
+        "128",
+        "--etcd-k8s-write-mix",
+        "update:1",
+        "--etcd-k8s-read-mix",
+        "list-and-watch:1,count:1",
+        "--etcd-k8s-rw-ratio",
+        "0.1",
+        "--etcd-k8s-compact-interval",
+        "1",
+        "--etcd-k8s-compact-allowed",
+        users=8,
+        seconds=4,
+    )
+    after = counters(etcd3)
+    assert set(rows) == {"k8s/update", "k8s/list", "k8s/count", "k8s/watch"}
+    conflicts = int(rows["k8s/update"]["Failure Count"])
+    assert labels == {CONFLICT: conflicts} and conflicts > 20
+    # a conflict re-reads the object: the next update of it compares the current revision and goes through
+    assert count(rows, "k8s/update") - conflicts > conflicts / 4
+    # the Txns the members handled: the 2 creates of the prefill and every update, conflicting or not
+    assert count(rows, "k8s/update") + 2 <= after["Txn"] - before["Txn"] <= count(rows, "k8s/update") + 2 + 8
+    # every successful update made an event
+    assert count(rows, "k8s/watch") >= 0.9 * (count(rows, "k8s/update") - conflicts)
+    assert after["Compact"] - before["Compact"] >= 2, result.stderr[-2000:]
+
+
+def test_a_second_run_writes_only_the_missing_objects(etcd1, tmp_out):
+    prefix = "/locust-etcd-k8s-resume/"
+    args = (
+        "--etcd-k8s-objects",
+        "pods:40,leases:10",
+        "--etcd-k8s-write-mix",
+        "update:1",
+        "--etcd-k8s-object-size",
+        "64",
+    )
+    first = run_locust(*headless_args(etcd1, tmp_out / "first", "--etcd-prefix", prefix, *args, "EtcdKubernetesUser"))
+    assert first.returncode in (0, 1), first.stderr[-3000:]  # 1: conflicts
+    assert f"kubernetes prefill: 0 objects existed under '{prefix}', 50 written" in first.stderr
+    client = etcd_client(etcd1.endpoints[0])
+    client.delete(prefix + "pods/ns-0003/pods-000003")
+    _, _, second = run(etcd1, tmp_out, prefix, "--etcd-allow-existing", *args, users=2, seconds=2)
+    assert f"kubernetes prefill: 49 objects existed under '{prefix}', 1 written" in second.stderr
+
+
+def test_one_node_user_renews_every_lease_once_a_period_across_processes(etcd3, tmp_out):
+    rows, labels, _ = run(
+        etcd3,
+        tmp_out,
+        "/locust-etcd-k8s-nodes/",
+        "--processes",
+        "2",
+        "--etcd-k8s-objects",
+        "pods:50",
+        "--etcd-k8s-object-size",
+        "256",
+        "--etcd-k8s-nodes",
+        "60",
+        "--etcd-k8s-lease-period",
+        "1",
+        classes=("EtcdKubernetesUser", "EtcdKubernetesNodeUser"),
+        users=4,
+        seconds=5,
+    )
+    # one node user in the whole run (fixed_count), whatever the workers: no lease is renewed twice (no conflict)
+    assert int(rows["k8s/lease-renew"]["Failure Count"]) == 0, labels
+    assert 200 <= count(rows, "k8s/lease-renew") <= 330, count(rows, "k8s/lease-renew")  # 60 a second for 5 s
+    assert count(rows, "k8s/update") > 0
+
+
+def test_the_local_etcd_the_tool_started_is_compacted_without_asking(tmp_out):
+    command = [
+        *HEADLESS,
+        *("-u", "2", "-r", "2", "-t", "4s", "--csv", str(tmp_out / "run")),
+        *("--etcd-k8s-objects", "pods:20", "--etcd-k8s-object-size", "64", "--etcd-k8s-compact-interval", "1"),
+        "EtcdKubernetesUser",
+    ]
+    result = run_locust(*command, timeout=120)
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    assert_no_traceback(result.stdout + result.stderr)
+    assert "kubernetes compaction: every 1s" in result.stderr
+    compactions = re.search(r"etcd compaction: (\d+) compactions?, the last at revision (\d+)", result.stderr)
+    assert compactions is not None and int(compactions[1]) >= 2 and int(compactions[2]) > 0, result.stderr[-2000:]
