@@ -11,7 +11,7 @@ etcd, so QPS stops growing and the latency grows with the queue of users at the 
   window; the busiest is the process with the highest sum; ``client_cpu_pct`` is the CPU it used. A process runs its
   users in one thread (gevent) beside the gRPC bridge's, so a saturated process reads about 100 %.
 - behind schedule (rate mode, levels only): the intended-time P99 more than ``RUNAWAY_RATIO`` times the service-time
-  P99 while the service time passed every latency gate: etcd answered in time, but the users could not send on their
+  P99 and at least ``RUNAWAY_MIN_MS`` above it while the service time passed every latency gate: etcd answered in time, but the users could not send on their
   schedule (their CPU, or too few users for the rate at that service time).
 
 A failed level that is neither, with the client CPU known, failed on the server's side (``server``). Pure: no Locust.
@@ -31,6 +31,9 @@ CLIENT_BOUND_PCT = 90.0
 """A process that used or waited for this much of a core (%, mean over a window) had none to spare: client-bound."""
 RUNAWAY_RATIO = 2.0
 """Intended-time P99 above this multiple of the service-time P99: the users fell behind their schedule."""
+RUNAWAY_MIN_MS = 10.0
+"""And later than the service-time P99 by at least this: a few ms of lateness over sub-ms answers is the event
+loop's scheduling jitter, not a schedule the users could not keep."""
 
 CLIENT = "client"
 SCHEDULE = "schedule"
@@ -61,7 +64,7 @@ LEVEL_NOTE = (
     "(from _client_cpu.csv; the busiest = the highest CPU plus time waiting for a CPU). bound: client = that sum >= "
     f"{CLIENT_BOUND_PCT:g} % (the load generator had no CPU to spare: the level measured it, not etcd; its verdict "
     f"says '(client-bound)'); schedule = intended-time P99 above "
-    f"{RUNAWAY_RATIO:g} x service-time P99 while the service time passed every latency gate (the users fell behind "
+    f"{RUNAWAY_RATIO:g} x service-time P99 and by {RUNAWAY_MIN_MS:g} ms or more while the service time passed every latency gate (the users fell behind "
     "their schedule; verdict '(behind schedule)'); server = a failed level with neither (the clients had CPU to "
     "spare, so etcd or the network did not keep up); empty otherwise."
 )
@@ -117,10 +120,10 @@ def client_bound(found: Busiest | None) -> bool:
 
 
 def ran_away(intended_p99_ms: float | None, service_p99_ms: float | None) -> bool:
-    """The intended-time P99 above ``RUNAWAY_RATIO`` times the service-time P99."""
+    """The intended-time P99 above ``RUNAWAY_RATIO`` times the service-time P99, and ``RUNAWAY_MIN_MS`` above it."""
     if intended_p99_ms is None or service_p99_ms is None or service_p99_ms <= 0:
         return False
-    return intended_p99_ms > RUNAWAY_RATIO * service_p99_ms
+    return intended_p99_ms > RUNAWAY_RATIO * service_p99_ms and intended_p99_ms - service_p99_ms >= RUNAWAY_MIN_MS
 
 
 def bound(found: Busiest | None, runaway: bool, service_within_gates: bool, failed: bool) -> str:
