@@ -11,8 +11,9 @@ etcd, so QPS stops growing and the latency grows with the queue of users at the 
   window; the busiest is the process with the highest sum; ``client_cpu_pct`` is the CPU it used. A process runs its
   users in one thread (gevent) beside the gRPC bridge's, so a saturated process reads about 100 %.
 - behind schedule (rate mode, levels only): the intended-time P99 more than ``RUNAWAY_RATIO`` times the service-time
-  P99 and at least ``RUNAWAY_MIN_MS`` above it while the service time passed every latency gate: etcd answered in time, but the users could not send on their
-  schedule (their CPU, or too few users for the rate at that service time).
+  P99 and at least ``RUNAWAY_MIN_MS`` above it while the service time passed every latency gate: etcd answered in
+  time, but the users could not send on their schedule (their CPU, or too few users for the rate at that service
+  time).
 
 A failed level that is neither, with the client CPU known, failed on the server's side (``server``). Pure: no Locust.
 """
@@ -63,9 +64,9 @@ LEVEL_NOTE = (
     "client_cpu_pct = the busiest Locust process's mean CPU over the level's whole seconds, in percent of one core "
     "(from _client_cpu.csv; the busiest = the highest CPU plus time waiting for a CPU). bound: client = that sum >= "
     f"{CLIENT_BOUND_PCT:g} % (the load generator had no CPU to spare: the level measured it, not etcd; its verdict "
-    f"says '(client-bound)'); schedule = intended-time P99 above "
-    f"{RUNAWAY_RATIO:g} x service-time P99 and by {RUNAWAY_MIN_MS:g} ms or more while the service time passed every latency gate (the users fell behind "
-    "their schedule; verdict '(behind schedule)'); server = a failed level with neither (the clients had CPU to "
+    f"says '(client-bound)'); schedule = intended-time P99 above {RUNAWAY_RATIO:g} x service-time P99 and by "
+    f"{RUNAWAY_MIN_MS:g} ms or more while the service time passed every latency gate (the users fell behind their "
+    "schedule; verdict '(behind schedule)'); server = a failed level with neither (the clients had CPU to "
     "spare, so etcd or the network did not keep up); empty otherwise."
 )
 
