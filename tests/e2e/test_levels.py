@@ -76,7 +76,8 @@ def test_a_step_run_is_judged_level_by_level_on_each_levels_own_seconds(etcd1, t
     assert measured >= 2
 
     spike = rows["spike"]
-    assert f"{NAME} p99" in spike["breaches"], spike
+    # it failed on its P99 or on its achieved QPS (a quiet machine answers 600 users within the gate), and says so
+    assert f"{NAME} p99" in spike["breaches"] or "% of planned 30000" in spike["breaches"], spike
     # 600 users on one process beside etcd on two shared cores: which of them ran out first depends on the machine,
     # but with the client's CPU recorded the failed level says which
     assert (spike["verdict"], spike["bound"]) in (("FAIL", "server"), ("FAIL (client-bound)", "client")), spike

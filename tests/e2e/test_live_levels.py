@@ -15,12 +15,12 @@ from support import free_port, run_analysis, run_locust, start_locust
 pytestmark = pytest.mark.e2e
 
 LOOSE_GATE = "put:p99<2s"  # never what fails here: the levels below break on their achieved QPS
-# 50 QPS for 5 s, then 10000 and 10050 QPS (50 requests/s per user): one Locust process beside etcd on two shared
+# 50 QPS for 5 s, then 40000 and 40050 QPS (50 requests/s per user): one Locust process beside etcd on two shared
 # cores sends a few thousand puts a second, so step 1 falls far below 95 % of its plan whatever else runs
 STEPS = (
     "--etcd-user-rate", "50",
     "--shape-baseline-qps", "50", "--shape-baseline-time", "5",
-    "--shape-step-qps", "9950", "--shape-step-time", "5", "--shape-max-qps", "10050", "--shape-spike-time", "0",
+    "--shape-step-qps", "39950", "--shape-step-time", "5", "--shape-max-qps", "40050", "--shape-spike-time", "0",
 )  # fmt: skip
 
 
@@ -49,7 +49,7 @@ def test_a_step_run_is_judged_level_by_level_and_stops_at_the_first_failing_leve
     assert len(lines) == 2, result.stderr[-3000:]  # one line per level judged; step 2 never ran
     baseline = r"level 'baseline': pass \(put p99 [0-9.]+s < 2s; achieved [0-9.]+ QPS >= 95% of planned 50\)"
     assert re.fullmatch(baseline, lines[0]), lines[0]
-    assert re.fullmatch(r"level 'step 1': FAIL achieved [0-9.]+ QPS < 95% of planned 10000", lines[1]), lines[1]
+    assert re.fullmatch(r"level 'step 1': FAIL achieved [0-9.]+ QPS < 95% of planned 40000", lines[1]), lines[1]
     assert "shape: stopped at" in result.stderr and "level 'step 1' failed (--shape-stop-on-breach)" in result.stderr
 
     shape = json.loads((tmp_out / "steps_shape.json").read_text())
@@ -154,7 +154,7 @@ def test_the_web_uis_sla_tab_shows_each_level_judged_so_far(etcd1, tmp_out):
     args = (
         "-f", "locustfile.py,shapes/step_spike.py", "--autostart", "EtcdPutUser",
         "--etcd-endpoints", ",".join(etcd1.endpoints), "--etcd-prefix", "/live-levels-ui/", "--etcd-cleanup",
-        *STEPS, "--shape-max-qps", "10000", "--etcd-sla", LOOSE_GATE,
+        *STEPS, "--shape-max-qps", "40000", "--etcd-sla", LOOSE_GATE,
     )  # fmt: skip
     with web_ui(tmp_out, *args) as ui:
         ended = ui.wait_for(lambda stats: stats["state"] == "stopped", "the shape's end", timeout=40)
@@ -162,6 +162,6 @@ def test_the_web_uis_sla_tab_shows_each_level_judged_so_far(etcd1, tmp_out):
         gate, baseline, step = extended(ended, "etcd-sla")
         assert gate["name"] == "put p99 < 2s"  # the run's gate on everything so far, as before
         assert (baseline["name"], baseline["verdict"]) == ("level 'baseline' at 50 QPS", "pass")
-        assert (step["name"], step["verdict"]) == ("level 'step 1' at 10000 QPS", "FAIL")
-        assert re.fullmatch(r"put p99 [0-9.]+s < 2s; achieved [0-9.]+ QPS < 95% of planned 10000", step["measured"])
+        assert (step["name"], step["verdict"]) == ("level 'step 1' at 40000 QPS", "FAIL")
+        assert re.fullmatch(r"put p99 [0-9.]+s < 2s; achieved [0-9.]+ QPS < 95% of planned 40000", step["measured"])
         ui.stop_locust()
