@@ -261,10 +261,7 @@ class EtcdClient:
         intended-time latency ends there too, so intended minus service is the schedule's lateness alone.
         """
         pool = self.session.pool
-        context = {}
-        if self.intended_start is not None:
-            context[INTENDED_CONTEXT_KEY] = (ended - self.intended_start) * 1000.0
-            self.intended_start = None
+        context = self._take_context(ended)
         if error is None:
             if pool.outage_started is not None:
                 pool.end_outage(ended)
@@ -294,6 +291,14 @@ class EtcdClient:
             # of failures a second and taking the CPU that the surviving members need
             gevent.sleep(_OUTAGE_PAUSE)
         return None
+
+    def _take_context(self, ended: float) -> dict:
+        """The request event's context: the intended-time latency of a scheduled call (once: the schedule moves on)."""
+        context = {}
+        if self.intended_start is not None:
+            context[INTENDED_CONTEXT_KEY] = (ended - self.intended_start) * 1000.0
+            self.intended_start = None
+        return context
 
 
 class _LeaseNotFound(Exception):

@@ -39,7 +39,6 @@ from etcd_users.kubernetes.layout import (
     resources_by_count,
     spread_schedule,
 )
-from etcd_users.latency.store import INTENDED_CONTEXT_KEY
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import Connection, EndpointPool
 
@@ -469,17 +468,13 @@ class KubernetesClient(EtcdClient):
         if error is not None or not self._compares or result.succeeded:
             return super()._report(name, result, error, seconds, ended)
         # a failed compare: etcd answered, the object had changed; counted apart from etcd's errors
-        context = {}
-        if self.intended_start is not None:
-            context[INTENDED_CONTEXT_KEY] = (ended - self.intended_start) * 1000.0
-            self.intended_start = None
         self._fire(
             request_type=REQUEST_TYPE,
             name=name,
             response_time=seconds * 1000.0,
             response_length=result.ByteSize(),
             exception=CONFLICT_LABEL,
-            context=context,
+            context=self._take_context(ended),
         )
         return result
 
