@@ -1,27 +1,2 @@
-"""Post-run analysis of etcd load tests: comparison tables, charts, results per level of a load shape (``levels``),
-and etcd benchmark's text report.
-
-Run it as ``python -m analysis PREFIX [PREFIX ...]`` (see ``--help``). Each PREFIX is what was passed to
-``locust --csv``; the tool's exact latency files written beside Locust's CSVs are preferred when present.
-"""
-
-from analysis.benchmark_report import format_report, summary
-from analysis.levels import RunLevels, measure_levels
-from analysis.load import AnalysisError, Run, load_run
-from analysis.measure import Measurement, RunMeasurement, measure_run
-from analysis.tables import comparison_table, errors_table
-
-__all__ = [
-    "AnalysisError",
-    "Measurement",
-    "Run",
-    "RunLevels",
-    "RunMeasurement",
-    "comparison_table",
-    "errors_table",
-    "format_report",
-    "load_run",
-    "measure_levels",
-    "measure_run",
-    "summary",
-]
+"""``python -m analysis PREFIX …`` in a clone of the repository; the analysis lives in ``etcd_users.analysis``
+(``python -m etcd_users.analysis`` where the tool is installed)."""

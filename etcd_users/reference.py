@@ -17,8 +17,8 @@ class OptionGroupDoc:
 def option_groups() -> Iterator[OptionGroupDoc]:
     """Every option group of the tool, in the order the reference lists them."""
     from etcd_users.settings import OPTIONS
-    from shapes.options import GROUP_TITLE
-    from shapes.options import OPTIONS as SHAPE_OPTIONS
+    from etcd_users.shapes.options import GROUP_TITLE
+    from etcd_users.shapes.options import OPTIONS as SHAPE_OPTIONS
 
     yield OptionGroupDoc("etcd", "Connection, workload, gates and monitoring.", tuple(o for o in OPTIONS))
     yield OptionGroupDoc(GROUP_TITLE, "Load profiles of the shapes.", SHAPE_OPTIONS)

@@ -1,12 +1,4 @@
-"""Locust load shapes for etcd, one profile per module; load one by listing its file after the locustfile.
+"""One load shape per file, to load by path after the locustfile (``locust -f locustfile.py,shapes/step_spike.py``).
 
-- ``shapes/step_spike.py``: ``StepSpikeShape``, baseline, QPS steps to a maximum, then a spike (the load-model report).
-- ``shapes/ladder.py``: ``ConcurrencyLadderShape``, closed-loop users 1, 200, 2000, ... (the 3-node TLS field report).
-- ``shapes/sine.py``: ``SineWaveShape``, a jittered sine wave of QPS (the load-model report).
-- ``shapes/capacity.py``: ``CapacitySearchShape``, probes of doubling then bisected QPS judged by ``--etcd-sla``: the
-  capacity under the gates.
-
-Shared, abstract: ``options`` (the ``--shape-*`` options), ``plan`` (levels, pure logic), ``base``
-(``PlannedShape``), ``judging`` (each level's live verdict).
-Example: ``locust -f locustfile.py,shapes/step_spike.py --etcd-user-rate 10``.
+The shapes live in ``etcd_users.shapes``; an installed tool takes them by name (``locust-etcd --shape step-spike``).
 """

@@ -1,27 +1,3 @@
-"""ConcurrencyLadderShape: the concurrency ladder of the 3-node TLS field report.
+"""ConcurrencyLadderShape, loaded by path after the locustfile: ``locust -f locustfile.py,shapes/ladder.py``."""
 
-Closed-loop users 1, 200, 2000, 5000, 10000, 20000 (``--shape-ladder``), each rung held
-``--shape-step-time`` seconds, then stop. Each user sends its next request when the last one returns, so
-leave ``--etcd-user-rate`` at 0::
-
-    locust -f locustfile.py,shapes/ladder.py --headless --shape-ladder 1,50,200 --shape-time-scale 0.1
-"""
-
-from shapes.base import PlannedShape
-from shapes.options import ShapeSettings
-from shapes.plan import Level, ladder_plan
-
-
-class ConcurrencyLadderShape(PlannedShape):
-    """Closed-loop user counts held one after another."""
-
-    def build_plan(self, settings: ShapeSettings) -> list[Level]:
-        return ladder_plan(settings)
-
-    def plan_warnings(self, settings: ShapeSettings, plan: list[Level]) -> list[str]:
-        if settings.user_rate <= 0:
-            return []
-        return [
-            f"shape: --etcd-user-rate {settings.user_rate:g} caps each user at {settings.user_rate:g} requests/s; "
-            "the ladder measures closed-loop concurrency, so leave --etcd-user-rate at 0"
-        ]
+from etcd_users.shapes.ladder import ConcurrencyLadderShape  # noqa: F401  (Locust takes the shape from this module)

@@ -8,7 +8,7 @@ import pytest
 from support import headless_args, run_locust
 from support import run_analysis as cli
 
-from analysis.server import SERVER_COLUMNS
+from etcd_users.analysis.server import SERVER_COLUMNS
 
 pytestmark = pytest.mark.e2e
 

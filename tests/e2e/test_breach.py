@@ -125,7 +125,7 @@ def test_analysis_lists_the_captured_files_beside_the_breach(pprof_etcd1, tmp_pa
 
 
 def _capture_lines(prefix: Path) -> list[str]:
-    from analysis.breach import capture_lines
+    from etcd_users.analysis.breach import capture_lines
 
     return capture_lines(str(prefix))
 

@@ -11,7 +11,7 @@ import pytest
 from checks import assert_no_traceback
 from support import free_port, read_csv_rows, run_analysis, run_locust, start_locust
 
-from analysis.client import ADVICE, CLIENT_BOUND_PCT
+from etcd_users.analysis.client import ADVICE, CLIENT_BOUND_PCT
 from etcd_users.files import CLIENT_CPU_COLUMNS, LOCAL_PROCESS, MASTER_PROCESS
 
 pytestmark = pytest.mark.e2e

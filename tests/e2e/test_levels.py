@@ -10,8 +10,8 @@ import pytest
 from checks import assert_no_traceback, read_hlog
 from support import read_csv_rows, run_analysis, run_locust
 
-from analysis.client import ADVICE
 from etcd_users import hdr
+from etcd_users.analysis.client import ADVICE
 
 pytestmark = pytest.mark.e2e
 

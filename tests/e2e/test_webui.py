@@ -22,7 +22,7 @@ from etcd_users import settings as etcd_options
 from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.files import LATENCY_SUMMARY_COLUMNS as SUMMARY_COLUMNS
 from etcd_users.reporting.webui import SECRET_PLACEHOLDER, SLA_HINT
-from shapes import options as shape_options
+from etcd_users.shapes import options as shape_options
 
 pytestmark = pytest.mark.e2e
 

@@ -27,12 +27,12 @@ from hdrh.histogram import HdrHistogram
 from support import assert_one_line_error
 from support import run_analysis as cli
 
-from analysis.benchmark_report import summary
-from analysis.distribution import HdrDistribution
-from analysis.hlog import HlogKey, merge, merge_intervals
-from analysis.load import AnalysisError, load_run
-from analysis.measure import measure_run
-from analysis.tables import comparison_table, errors_table
+from etcd_users.analysis.benchmark_report import summary
+from etcd_users.analysis.distribution import HdrDistribution
+from etcd_users.analysis.hlog import HlogKey, merge, merge_intervals
+from etcd_users.analysis.load import AnalysisError, load_run
+from etcd_users.analysis.measure import measure_run
+from etcd_users.analysis.tables import comparison_table, errors_table
 from etcd_users.hdr import histogram_of
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,11 +28,11 @@ import pytest
 from support import assert_one_line_error
 from support import run_analysis as cli
 
-from analysis.load import load_run
-from analysis.measure import measure_run
-from analysis.memory_model import KEYS, WATCH, load_points, memory_report
-from analysis.server import SERVER_COLUMNS, add_server_columns
-from analysis.tables import comparison_table
+from etcd_users.analysis.load import load_run
+from etcd_users.analysis.measure import measure_run
+from etcd_users.analysis.memory_model import KEYS, WATCH, load_points, memory_report
+from etcd_users.analysis.server import SERVER_COLUMNS, add_server_columns
+from etcd_users.analysis.tables import comparison_table
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"

@@ -31,9 +31,9 @@ from hdrh.histogram import HdrHistogram
 from support import assert_one_line_error
 from support import run_analysis as cli
 
-from analysis.hlog import merge, merge_intervals
-from analysis.load import AnalysisError
-from analysis.suite import measure_suite
+from etcd_users.analysis.hlog import merge, merge_intervals
+from etcd_users.analysis.load import AnalysisError
+from etcd_users.analysis.suite import measure_suite
 from etcd_users.files import SUITE_RUNNING
 from etcd_users.suite.execute import Signals, SuiteRunner
 from etcd_users.suite.loader import load_suite

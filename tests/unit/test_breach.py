@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from analysis.breach import capture_lines
+from etcd_users.analysis.breach import capture_lines
 from etcd_users.files import BREACH_CAPTURE
 from etcd_users.reporting.breach import member_directory
 

@@ -29,15 +29,15 @@ import pytest
 from support import read_csv_rows
 from support import run_analysis as cli
 
-from analysis import client, suite
-from analysis.client import Busiest
-from analysis.levels import FAIL, PASS, advice, json_document, measure_levels
-from analysis.levels import notes as levels_notes
-from analysis.levels import table as levels_table
-from analysis.load import _read_csv_file, load_run
-from analysis.measure import measure_run
-from analysis.tables import comparison_table
 from etcd_users import hdr
+from etcd_users.analysis import client, suite
+from etcd_users.analysis.client import Busiest
+from etcd_users.analysis.levels import FAIL, PASS, advice, json_document, measure_levels
+from etcd_users.analysis.levels import notes as levels_notes
+from etcd_users.analysis.levels import table as levels_table
+from etcd_users.analysis.load import _read_csv_file, load_run
+from etcd_users.analysis.measure import measure_run
+from etcd_users.analysis.tables import comparison_table
 from etcd_users.files import CLIENT_CPU_COLUMNS, INTENDED, LOCAL_PROCESS, MASTER_PROCESS, SERVICE
 from etcd_users.latency import client_cpu
 from etcd_users.latency.client_cpu import MAX_UNSENT, REPORT_KEY, ClientCpu, CpuSampler

@@ -13,7 +13,7 @@ from support import DEPLOY, deploy_manifests, pod_container
 
 from etcd_users import settings as etcd_options
 from etcd_users.settings import settings_from_options
-from shapes import options as shape_options
+from etcd_users.shapes import options as shape_options
 
 OPTIONS = {option.env_var: option for option in (*etcd_options.OPTIONS, *shape_options.OPTIONS)}
 

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from analysis.hlog import merge_intervals
-from analysis.load import load_run, read_etcd_metrics, total_requests
 from etcd_users import hdr
+from etcd_users.analysis.hlog import merge_intervals
+from etcd_users.analysis.load import load_run, read_etcd_metrics, total_requests
 from etcd_users.files import (
     AGGREGATED,
     ETCD_METRICS_COLUMNS,

@@ -31,8 +31,9 @@ from checks import recorded
 from hdrh.histogram import HdrHistogram
 from support import run_analysis as cli
 
-from analysis.hlog import merge_window, merge_windows
-from analysis.levels import (
+from etcd_users import hdr
+from etcd_users.analysis.hlog import merge_window, merge_windows
+from etcd_users.analysis.levels import (
     FAIL,
     NOT_JUDGED,
     NOT_MEASURED,
@@ -46,9 +47,8 @@ from analysis.levels import (
     measure_levels,
     spawn_seconds,
 )
-from analysis.load import load_run
-from analysis.measure import measure_run
-from etcd_users import hdr
+from etcd_users.analysis.load import load_run
+from etcd_users.analysis.measure import measure_run
 from etcd_users.files import AGGREGATED, ETCD_METRICS_COLUMNS, SERVICE, HlogKey
 from etcd_users.latency.store import SealedInterval, summary_row
 from etcd_users.latency.writer import LatencyFiles

@@ -19,12 +19,12 @@ from types import SimpleNamespace
 import pytest
 from support import REPO
 
-from shapes.base import PlannedShape, _validate_selected_shape
-from shapes.ladder import ConcurrencyLadderShape
-from shapes.options import DEFAULTS, ShapeSettings, ShapeSettingsError
-from shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
-from shapes.sine import SineWaveShape
-from shapes.step_spike import StepSpikeShape
+from etcd_users.shapes.base import PlannedShape, _validate_selected_shape
+from etcd_users.shapes.ladder import ConcurrencyLadderShape
+from etcd_users.shapes.options import DEFAULTS, ShapeSettings, ShapeSettingsError
+from etcd_users.shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
+from etcd_users.shapes.sine import SineWaveShape
+from etcd_users.shapes.step_spike import StepSpikeShape
 
 DEFAULT_STEPS = [300, 500, 700, 900, 1100, 1300, 1500, 1700, 1900, 2000]
 
@@ -162,7 +162,7 @@ def test_ladder_default_plan_and_ticks():
 
 def test_ladder_from_option_and_rate_warning(caplog):
     shape, clock = make_shape(ConcurrencyLadderShape, shape_ladder="1,5", shape_step_time=10, etcd_user_rate=2.0)
-    with caplog.at_level(logging.WARNING, logger="shapes.base"):
+    with caplog.at_level(logging.WARNING, logger="etcd_users.shapes.base"):
         assert tick_at(shape, clock, 0) == (1, 1.0)
     assert [level.users for level in shape.plan] == [1, 5]
     assert "leave --etcd-user-rate at 0" in caplog.text
@@ -214,7 +214,7 @@ def test_sine_never_below_one_qps():
 
 def test_sine_coarse_rate_warns(caplog):
     shape, clock = make_shape(SineWaveShape, etcd_user_rate=10.0)
-    with caplog.at_level(logging.WARNING, logger="shapes.base"):
+    with caplog.at_level(logging.WARNING, logger="etcd_users.shapes.base"):
         tick_at(shape, clock, 0)
     assert "a smaller rate gives finer levels" in caplog.text
 
@@ -279,7 +279,7 @@ QPS_RATE_MESSAGE = (
 
 def test_qps_shape_without_rate_stops_with_one_line(caplog):
     shape, clock = make_shape(StepSpikeShape)
-    with caplog.at_level(logging.ERROR, logger="shapes.base"):
+    with caplog.at_level(logging.ERROR, logger="etcd_users.shapes.base"):
         assert tick_at(shape, clock, 0) is None
     assert [record.getMessage() for record in caplog.records] == [QPS_RATE_MESSAGE]
 
@@ -373,7 +373,7 @@ def test_a_plan_beyond_what_locust_can_run_is_one_line(shape_class, overrides, s
 
 def test_settings_error_at_tick_then_recovery(caplog):
     shape, clock = make_shape(StepSpikeShape, etcd_user_rate=10.0, shape_time_scale=0.0)
-    with caplog.at_level(logging.ERROR, logger="shapes.base"):
+    with caplog.at_level(logging.ERROR, logger="etcd_users.shapes.base"):
         assert tick_at(shape, clock, 0) is None
     assert caplog.records[-1].getMessage().startswith("--shape-time-scale:")
     shape.runner.environment.parsed_options.shape_time_scale = 1.0
@@ -406,7 +406,7 @@ def test_init_accepts_good_settings_and_ignores_others():
 
 def test_level_change_logged_once(caplog):
     shape, clock = make_shape(StepSpikeShape, etcd_user_rate=10.0)
-    with caplog.at_level(logging.INFO, logger="shapes.base"):
+    with caplog.at_level(logging.INFO, logger="etcd_users.shapes.base"):
         for t in (0, 1, 2, 300, 301):
             tick_at(shape, clock, t)
     level_lines = [record.getMessage() for record in caplog.records if "shape: level" in record.getMessage()]
@@ -564,12 +564,12 @@ def run_python(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[
 
 def test_modules_import_and_register_options_once():
     code = """
-import shapes.step_spike, shapes.ladder, shapes.sine
-import shapes.options
+import etcd_users.shapes.step_spike, shapes.ladder, shapes.sine
+import etcd_users.shapes.options
 from locust.argument_parser import get_parser
 parser = get_parser()
 parsed = parser.parse_args(["--shape-ladder", "1,5", "--shape-sine-jitter=-2,3", "--shape-time-scale", "0.5"])
-from shapes.options import ShapeSettings
+from etcd_users.shapes.options import ShapeSettings
 s = ShapeSettings.from_options(parsed)
 group = [g for g in parser._action_groups if g.title == "etcd load shapes"]
 print(s.ladder, s.sine_jitter, s.time_scale, len(group), len(group[0]._group_actions))
@@ -591,7 +591,7 @@ def test_each_module_loads_by_path_from_elsewhere_with_one_shape(tmp_path):
     code = f"""
 from locust.util.load_locustfile import load_locustfile
 from locust.argument_parser import get_parser
-for name in ("step_spike", "ladder", "sine", "capacity", "base", "options", "plan", "judging"):
+for name in ("step_spike", "ladder", "sine", "capacity"):
     users, shapes = load_locustfile({str(REPO / "shapes")!r} + "/" + name + ".py")
     print(name, [type(shape).__name__ for shape in shapes])
 get_parser().parse_args(["--shape-seed", "3"])
@@ -603,8 +603,4 @@ get_parser().parse_args(["--shape-seed", "3"])
         "ladder ['ConcurrencyLadderShape']",
         "sine ['SineWaveShape']",
         "capacity ['CapacitySearchShape']",
-        "base []",
-        "options []",
-        "plan []",
-        "judging []",
     ]

@@ -59,10 +59,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load import AnalysisError, load_run, normalize_prefix, read_etcd_metrics
-from analysis.report import markdown_notes, markdown_table, write_csv
-from analysis.server import MB, member_series
-from analysis.timeseries import timeline
+from etcd_users.analysis.load import AnalysisError, load_run, normalize_prefix, read_etcd_metrics
+from etcd_users.analysis.report import markdown_notes, markdown_table, write_csv
+from etcd_users.analysis.server import MB, member_series
+from etcd_users.analysis.timeseries import timeline
 from etcd_users.files import SUFFIXES
 
 # the how-to of this docstring is also the epilog of `python -m analysis memory --help`

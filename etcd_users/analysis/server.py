@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis.measure import RunMeasurement, run_start
+from etcd_users.analysis.measure import RunMeasurement, run_start
 
 FSYNC = "fsync P99 (ms)"
 LEADER_CHANGES = "leader changes"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.load import Run, total_requests
-from analysis.measure import Measurement, RunMeasurement
+from etcd_users.analysis.load import Run, total_requests
+from etcd_users.analysis.measure import Measurement, RunMeasurement
 from etcd_users.files import AGGREGATED
 
 LATENCY_COLUMNS = {

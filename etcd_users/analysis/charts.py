@@ -20,11 +20,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis.client import CLIENT
-from analysis.levels import FAIL, RunLevels, latency_unit_ms
-from analysis.measure import RunMeasurement, run_start
-from analysis.server import MB, interval_rates, leader_change_times, member_series
-from analysis.tables import chart_rows
+from etcd_users.analysis.client import CLIENT
+from etcd_users.analysis.levels import FAIL, RunLevels, latency_unit_ms
+from etcd_users.analysis.measure import RunMeasurement, run_start
+from etcd_users.analysis.server import MB, interval_rates, leader_change_times, member_series
+from etcd_users.analysis.tables import chart_rows
 from etcd_users.files import AGGREGATED
 
 # No creator/date metadata: the SVG is inlined in the HTML report, which must not name any URL.

@@ -35,9 +35,9 @@ from pathlib import Path
 from etcd_users.plugin import installed
 from etcd_users.reporting.level_verdicts import FAIL, LevelVerdict
 from etcd_users.settings import SlaError, parse_gates
-from shapes.judging import LiveJudge
-from shapes.options import ShapeSettings, ShapeSettingsError
-from shapes.plan import Level, format_plan, level_index_at, plan_duration
+from etcd_users.shapes.judging import LiveJudge
+from etcd_users.shapes.options import ShapeSettings, ShapeSettingsError
+from etcd_users.shapes.plan import Level, format_plan, level_index_at, plan_duration
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 
 from etcd_users.arguments import shown
-from shapes.options import MAX_LEVELS, MAX_SECONDS, MAX_USERS, ShapeSettings, ShapeSettingsError
+from etcd_users.shapes.options import MAX_LEVELS, MAX_SECONDS, MAX_USERS, ShapeSettings, ShapeSettingsError
 
 RAMP_FRACTION = 0.1
 """Share of a level within which its user count is reached."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.distribution import HdrDistribution, LatencyDistribution
-from analysis.load import AnalysisError, Run
-from analysis.measure import Measurement, RunMeasurement, Warmup, measure_run, request_names
+from etcd_users.analysis.distribution import HdrDistribution, LatencyDistribution
+from etcd_users.analysis.load import AnalysisError, Run
+from etcd_users.analysis.measure import Measurement, RunMeasurement, Warmup, measure_run, request_names
 from etcd_users.files import AGGREGATED, SERVICE
 
 BAR = "∎"

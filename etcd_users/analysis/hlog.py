@@ -23,7 +23,7 @@ from hdrh.codec import HdrCookieException, HdrHistogramSettingsException, HdrLen
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from analysis.load import AnalysisError
+from etcd_users.analysis.load import AnalysisError
 from etcd_users.files import HlogKey
 from etcd_users.hdr import add, merge
 

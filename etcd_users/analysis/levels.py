@@ -36,13 +36,13 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from analysis import client
-from analysis.hlog import EDGE_S, inside, merge_windows
-from analysis.load import AnalysisError, Run, error_label
-from analysis.measure import EXACT, LOCUST, RunMeasurement, request_names
-from analysis.server import MB, member_series
-from analysis.timeseries import Timeline
 from etcd_users import hdr
+from etcd_users.analysis import client
+from etcd_users.analysis.hlog import EDGE_S, inside, merge_windows
+from etcd_users.analysis.load import AnalysisError, Run, error_label
+from etcd_users.analysis.measure import EXACT, LOCUST, RunMeasurement, request_names
+from etcd_users.analysis.server import MB, member_series
+from etcd_users.analysis.timeseries import Timeline
 from etcd_users.files import AGGREGATED, INTENDED, SERVICE, tag_text
 from etcd_users.reporting.level_verdicts import KEEP_UP  # the rule the live verdicts apply during the run
 from etcd_users.reporting.sla import Measurements, evaluate

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from analysis.hlog import EDGE_S
+from etcd_users.analysis.hlog import EDGE_S
 from etcd_users.files import LOCAL_PROCESS, MASTER_PROCESS
 
 CLIENT_BOUND_PCT = 90.0

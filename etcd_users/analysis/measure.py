@@ -20,10 +20,10 @@ from typing import Literal
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from analysis.distribution import HdrDistribution, LatencyDistribution, PercentileDistribution
-from analysis.hlog import merge_intervals
-from analysis.load import AnalysisError, Run
-from analysis.timeseries import Timeline, Window, after_cut, measured_window, timeline
+from etcd_users.analysis.distribution import HdrDistribution, LatencyDistribution, PercentileDistribution
+from etcd_users.analysis.hlog import merge_intervals
+from etcd_users.analysis.load import AnalysisError, Run
+from etcd_users.analysis.timeseries import Timeline, Window, after_cut, measured_window, timeline
 from etcd_users.files import (
     AGGREGATED,
     LATENCY_SUMMARY_PERCENTILES,

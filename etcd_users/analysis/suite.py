@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import client
-from analysis.load import AnalysisError, Run, load_run
-from analysis.measure import RunMeasurement, Warmup, measure_run, request_names
-from analysis.report import html_page, inline_svg, markdown_notes, write_csv
-from analysis.tables import LATENCY_COLUMNS, chart_rows, comparison_table
+from etcd_users.analysis import client
+from etcd_users.analysis.load import AnalysisError, Run, load_run
+from etcd_users.analysis.measure import RunMeasurement, Warmup, measure_run, request_names
+from etcd_users.analysis.report import html_page, inline_svg, markdown_notes, write_csv
+from etcd_users.analysis.tables import LATENCY_COLUMNS, chart_rows, comparison_table
 from etcd_users.files import (
     AGGREGATED,
     RUN_DONE,
@@ -415,7 +415,7 @@ def chart_frame(suite: SuiteTable) -> pd.DataFrame:
 def write_files(suite: SuiteTable, metrics: list[Metric], out: Path) -> list[str]:
     """suite.md, suite.csv, suite_runs.csv, suite.html and the bar chart; returns the names written."""
     # matplotlib only when files are written
-    from analysis.charts import suite_bars
+    from etcd_users.analysis.charts import suite_bars
 
     out.mkdir(parents=True, exist_ok=True)
     numeric_table(suite, metrics).to_csv(out / "suite.csv", index=False)

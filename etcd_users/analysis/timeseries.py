@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.load import Run
+from etcd_users.analysis.load import Run
 from etcd_users.files import AGGREGATED, SERVICE
 
 COLUMNS = ["name", "start", "end", "requests", "failures", "p50", "p99", "p999", "max"]
