@@ -11,7 +11,9 @@ number, a choice not offered, a missing value, a misspelt ``--etcd-*`` flag) com
 
 import argparse
 import difflib
-from collections.abc import Callable, Sequence
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 ERROR_PREFIX = "locust-etcd: error: "
@@ -34,6 +36,12 @@ class Option:
 
     @property
     def env_var(self) -> str:
+        """Locust's convention: LOCUST_ and the option's name (``ETCD_*`` is etcd's own: it reads them as flags)."""
+        return f"LOCUST_{self.dest.upper()}"
+
+    @property
+    def retired_env_var(self) -> str:
+        """The variable that set the option before it followed Locust's convention."""
         return self.dest.upper()
 
 
@@ -63,6 +71,16 @@ def add_option_group(parser: argparse.ArgumentParser, title: str, description: s
         action.is_required = False
         action.is_multiple = False
     route_errors(parser, {option.flag: option.flag for option in options})
+    warn_retired_env_vars(options)
+
+
+def warn_retired_env_vars(options: Sequence[Option], environ: Mapping[str, str] = os.environ) -> None:
+    """One line for each variable the tool no longer reads, naming the one it reads now."""
+    for option in options:
+        if option.retired_env_var in environ and option.env_var not in environ:
+            sys.stderr.write(
+                f"locust-etcd: warning: {option.retired_env_var} is no longer read; set {option.env_var} instead\n"
+            )
 
 
 SHOWN_CHARACTERS = 60

@@ -427,11 +427,13 @@ def _effective_options(options: dict) -> dict:
 
 
 def _locust_environment() -> dict[str, str]:
-    # The suite file alone decides a run: ETCD_* variables would set options behind its back. Secrets may stay in
-    # the environment rather than in a suite file.
+    # The suite file alone decides a run: the tool's variables would set options behind its back. Secrets may stay
+    # in the environment rather than in a suite file.
     secret_variables = {option.env_var for option in OPTIONS if option.secret}
     environment = {
-        key: value for key, value in os.environ.items() if not key.startswith("ETCD_") or key in secret_variables
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("LOCUST_ETCD_", "LOCUST_SHAPE_")) or key in secret_variables
     }
     environment["PYTHONUNBUFFERED"] = "1"
     return environment

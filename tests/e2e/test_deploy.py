@@ -14,9 +14,9 @@ def test_the_job_and_worker_environments_run_a_test(etcd1, tmp_out):
     manifests = deploy_manifests()
     port = str(free_port())
     local = {
-        "ETCD_ENDPOINTS": etcd1.endpoints[0],
-        "ETCD_CONNS": "1",
-        "ETCD_SLA": "put:p99<5s,errors<0.1%",
+        "LOCUST_ETCD_ENDPOINTS": etcd1.endpoints[0],
+        "LOCUST_ETCD_CONNS": "1",
+        "LOCUST_ETCD_SLA": "put:p99<5s,errors<0.1%",
         "LOCUST_USERS": "2",
         "LOCUST_SPAWN_RATE": "2",
         "LOCUST_RUN_TIME": "3s",
@@ -25,7 +25,7 @@ def test_the_job_and_worker_environments_run_a_test(etcd1, tmp_out):
         "LOCUST_MASTER_BIND_PORT": port,
         "LOCUST_MASTER_NODE_HOST": "127.0.0.1",
         "LOCUST_MASTER_NODE_PORT": port,
-        "ETCD_PROMETHEUS_PORT": str(free_port()),  # the exporter's, on this machine's loopback only
+        "LOCUST_ETCD_PROMETHEUS_PORT": str(free_port()),  # the exporter's, on this machine's loopback only
         "LOCUST_WEB_HOST": "127.0.0.1",
     }
     master_env = {**pod_environment(manifests, "Job", "locust-etcd-master"), **local}
@@ -34,6 +34,6 @@ def test_the_job_and_worker_environments_run_a_test(etcd1, tmp_out):
         finished = master.finish(timeout=60)
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert "1 workers connected" in finished.stderr
-    assert f"Prometheus metrics at http://127.0.0.1:{local['ETCD_PROMETHEUS_PORT']}/metrics" in finished.stderr
+    assert f"Prometheus metrics at http://127.0.0.1:{local['LOCUST_ETCD_PROMETHEUS_PORT']}/metrics" in finished.stderr
     assert "SLA put p99 < 5s: " in finished.stderr and "SLA Aggregated errors < 0.1%: 0.000% (0 of " in finished.stderr
-    assert re.search(r"deleted \d+ keys under '/locust-etcd/'", finished.stderr)  # ETCD_CLEANUP=true
+    assert re.search(r"deleted \d+ keys under '/locust-etcd/'", finished.stderr)  # LOCUST_ETCD_CLEANUP=true

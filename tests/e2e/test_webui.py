@@ -279,7 +279,7 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
                 assert option.help in label.inner_text(), option.flag
                 assert label.evaluate("e => e.scrollWidth <= e.clientWidth && e.offsetHeight > 0"), option.flag
             # each field holds its default
-            key_size = page.get_by_label(re.compile(r"Key size in bytes, prefix included\. \[env ETCD_KEY_SIZE"))
+            key_size = page.get_by_label(re.compile(r"Key size in bytes, prefix included\. \[env LOCUST_ETCD_KEY_SIZE"))
             assert key_size.get_attribute("name") == "etcdKeySize"
             assert key_size.input_value() == "256"
             user = page.get_by_label(re.compile(r"etcd authentication as name:password\."))

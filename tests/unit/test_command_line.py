@@ -62,7 +62,7 @@ def test_a_bad_etcd_option_is_one_line_with_the_tools_prefix(args, message, caps
 
 
 def test_a_bad_value_from_the_environment_says_the_same(monkeypatch, capsys):
-    monkeypatch.setenv("ETCD_KEY_SIZE", "12k")
+    monkeypatch.setenv("LOCUST_ETCD_KEY_SIZE", "12k")
     assert refusal(etcd_parser(), [], capsys).startswith("locust-etcd: error: --etcd-key-size: '12k' is not a whole")
 
 
@@ -178,3 +178,13 @@ def test_locusts_main_still_holds_what_the_check_reads():
     # check_class_names reads these locals of locust.main.main(); a Locust that renames them must fail here
     code = locust.main.main.__code__
     assert {"available_user_classes", "locustfiles"} <= {*code.co_varnames, *code.co_cellvars}
+
+
+def test_a_variable_the_tool_no_longer_reads_is_named_with_its_new_name(monkeypatch, capsys):
+    monkeypatch.setenv("ETCD_KEY_SIZE", "64")
+    monkeypatch.delenv("LOCUST_ETCD_KEY_SIZE", raising=False)
+    namespace = etcd_parser().parse_args([])
+    assert namespace.etcd_key_size == 256  # etcd's namespace: not read
+    assert capsys.readouterr().err.splitlines() == [
+        "locust-etcd: warning: ETCD_KEY_SIZE is no longer read; set LOCUST_ETCD_KEY_SIZE instead"
+    ]

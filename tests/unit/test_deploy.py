@@ -51,13 +51,19 @@ def test_every_file_parses_and_kustomize_lists_real_files(manifests):
 def test_configmap_variables_are_real_options_with_valid_values(manifests):
     data = manifests[("ConfigMap", "locust-etcd-options")]["data"]
     assert all(isinstance(value, str) for value in data.values())  # Kubernetes takes strings only
-    ours = {name for name in data if name.startswith(("ETCD_", "SHAPE_"))}
-    assert {"ETCD_ENDPOINTS", "ETCD_TARGET", "ETCD_CONNS", "ETCD_SLA", "SHAPE_LADDER"} <= ours
+    ours = {name for name in data if name.startswith(("LOCUST_ETCD_", "LOCUST_SHAPE_"))}
+    assert {
+        "LOCUST_ETCD_ENDPOINTS",
+        "LOCUST_ETCD_TARGET",
+        "LOCUST_ETCD_CONNS",
+        "LOCUST_ETCD_SLA",
+        "LOCUST_SHAPE_LADDER",
+    } <= ours
     assert ours <= set(OPTIONS), ours - set(OPTIONS)
     assert set(data) - ours <= locust_env_vars(), set(data) - ours - locust_env_vars()
     assert not {name for name, option in OPTIONS.items() if getattr(option, "secret", False)} & set(data)
     # the commented-out ones too: uncommenting them must work
-    commented = re.findall(r"^\s*#\s*((?:ETCD|SHAPE)_[A-Z_]+):", (DEPLOY / "configmap.yaml").read_text(), re.M)
+    commented = re.findall(r"^\s*#\s*(LOCUST_(?:ETCD|SHAPE)_[A-Z_]+):", (DEPLOY / "configmap.yaml").read_text(), re.M)
     assert commented and set(commented) <= set(OPTIONS), commented
 
     # the values as the options would read them
@@ -115,8 +121,8 @@ def test_workers_point_at_the_master_service_and_ports_meet(manifests):
 
 
 def test_the_masters_pods_are_scraped_on_the_exporters_port_and_the_workers_not(manifests):
-    """Prometheus' kubernetes-pods job reads the pods' annotations: the master's port is ETCD_PROMETHEUS_PORT."""
-    port = manifests[("ConfigMap", "locust-etcd-options")]["data"]["ETCD_PROMETHEUS_PORT"]
+    """Prometheus' kubernetes-pods job reads the pods' annotations: the master's port is LOCUST_ETCD_PROMETHEUS_PORT."""
+    port = manifests[("ConfigMap", "locust-etcd-options")]["data"]["LOCUST_ETCD_PROMETHEUS_PORT"]
     assert 0 < int(port) < 65536
     service_ports = {entry["name"]: entry for entry in manifests[("Service", "locust-etcd-master")]["spec"]["ports"]}
     assert service_ports["metrics"]["port"] == int(port) and service_ports["metrics"]["targetPort"] == "metrics"

@@ -90,7 +90,7 @@ def test_every_option_has_a_typed_default_and_an_environment_variable():
     assert len({option.flag for option in OPTIONS}) == len(OPTIONS)
     for option in OPTIONS:
         assert option.flag.startswith("--etcd-"), option.flag
-        assert option.env_var == option.flag[2:].replace("-", "_").upper()
+        assert option.env_var == "LOCUST_" + option.flag[2:].replace("-", "_").upper()
         assert isinstance(option.default, (str, int, float, bool)), option.flag
         if option.choices:
             assert option.default in option.choices, option.flag
@@ -552,7 +552,7 @@ def test_a_mix_needs_a_positive_weight(text):
 def test_new_options_have_defaults_and_env_vars():
     flags = {option.flag: option for option in OPTIONS}
     assert flags["--etcd-metrics-interval"].default == 5.0
-    assert flags["--etcd-metrics-interval"].env_var == "ETCD_METRICS_INTERVAL"
+    assert flags["--etcd-metrics-interval"].env_var == "LOCUST_ETCD_METRICS_INTERVAL"
     assert flags["--etcd-metrics-urls"].default == ""
     assert flags["--etcd-skip-preflight"].default is False
     settings = settings_from_options(options(etcd_endpoints="http://127.0.0.1:1,http://127.0.0.1:2"))

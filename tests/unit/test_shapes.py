@@ -577,7 +577,7 @@ in_ui = [dest for dest in parser.args_included_in_web_ui if dest.startswith("sha
 print(len(in_ui), sorted(type(parser.get_default(dest)).__name__ for dest in in_ui))
 print(s.seed, s.warmup)
 """
-    result = run_python(code, cwd=REPO, SHAPE_SEED="9", SHAPE_WARMUP="30")
+    result = run_python(code, cwd=REPO, LOCUST_SHAPE_SEED="9", LOCUST_SHAPE_WARMUP="30")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "(1, 5) (-2.0, 3.0) 0.5 1 21"
