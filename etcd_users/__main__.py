@@ -1,6 +1,5 @@
-"""``python -m etcd_users``: print the ``--etcd-*`` options (``locust --help`` cannot list a locustfile's own)."""
+"""``python -m etcd_users``: print every option of the tool (``locust --help`` cannot list a locustfile's own)."""
 
-from etcd_users.arguments import reference_table
-from etcd_users.settings import OPTIONS
+from etcd_users.reference import markdown
 
-print(reference_table(OPTIONS))
+print(markdown())

@@ -14,7 +14,7 @@ import difflib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ERROR_PREFIX = "locust-etcd: error: "
 SHOWN_MATCHES = 4
@@ -24,11 +24,15 @@ _NUMBER_WORDS = {int: "a whole number", float: "a number"}
 
 @dataclass(frozen=True)
 class Option:
+    """One command-line option: its flag, typed default, help and choices, and the parser that turns its value into
+    the settings' value (``parse(flag, value)``; None: the value as it is)."""
+
     flag: str
     default: object
     help: str
     secret: bool = False
     choices: tuple | None = None
+    parse: Callable[[str, object], object] | None = field(default=None, compare=False)
 
     @property
     def dest(self) -> str:
@@ -170,12 +174,3 @@ def _family(flag: str) -> str | None:
     """``--etcd-`` for ``--etcd-key-size``; None for a flag of one word or a positional."""
     word, dash, _ = flag[2:].partition("-") if flag.startswith("--") else ("", "", "")
     return f"--{word}-" if word and dash else None
-
-
-def reference_table(options: Sequence[Option]) -> str:
-    """The options as a Markdown table: ``locust --help`` answers before it loads a locustfile, so never lists them."""
-    lines = ["| option | environment variable | default | meaning |", "|---|---|---|---|"]
-    for option in options:
-        choices = f" One of: {', '.join(map(str, option.choices))}." if option.choices else ""
-        lines.append(f"| `{option.flag}` | `{option.env_var}` | `{option.default!r}` | {option.help}{choices} |")
-    return "\n".join(lines)

@@ -96,10 +96,10 @@ async def _compact(pool: EndpointPool, revision: int) -> None:
 
 
 class Compactor:
-    """Compacts every ``settings.compact_interval`` seconds in a greenlet of its own, on a ``Probe``."""
+    """Compacts every ``settings.monitoring.compact_interval`` seconds in a greenlet of its own, on a ``Probe``."""
 
     def __init__(self, settings: EtcdSettings) -> None:
-        self.interval = settings.compact_interval
+        self.interval = settings.monitoring.compact_interval
         self.step = max(MIN_SAMPLE_SECONDS, self.interval / SAMPLES_PER_INTERVAL)
         self.probe = Probe(settings)
         self.schedule = CompactionSchedule(self.interval, time.monotonic(), slack=self.step / 2)
@@ -166,13 +166,13 @@ class Compactor:
 def start_compacting(settings: EtcdSettings) -> Compactor | None:
     """On the master or the single process at test start: a started compactor when ``--etcd-compact-interval`` asks
     for one (the caller stops it), else None."""
-    if settings.compact_interval <= 0 or not settings.endpoints:
+    if settings.monitoring.compact_interval <= 0 or not settings.endpoints:
         return None
     compactor = Compactor(settings)
     compactor.start()
     logger.info(
         "compacting etcd's history every %gs at the revision of %gs ago (--etcd-compact-interval)",
-        settings.compact_interval,
-        settings.compact_interval,
+        settings.monitoring.compact_interval,
+        settings.monitoring.compact_interval,
     )
     return compactor

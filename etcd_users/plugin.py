@@ -9,6 +9,7 @@ are judged here. ``on_quitting`` makes sure of it even when installed later.
 from locust.event import Events
 from locust.runners import MasterRunner, WorkerRunner
 
+import importlib
 import logging
 import os
 import signal
@@ -18,9 +19,9 @@ import time
 import gevent
 import greenlet
 
-from etcd_users import compaction, session
-from etcd_users.arguments import add_option_group
+from etcd_users import session
 from etcd_users.cluster import ClusterError
+from etcd_users.features import add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting import (
@@ -36,16 +37,8 @@ from etcd_users.reporting import (
     step_summary,
     webui,
 )
-from etcd_users.settings import (
-    OPTIONS,
-    OPTIONS_DESCRIPTION,
-    OPTIONS_TITLE,
-    EtcdSettings,
-    SettingsError,
-    SlaError,
-    parse_gates,
-    settings_from_options,
-)
+from etcd_users.run_state import RunState
+from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.target_cluster import TargetCluster, check_prefix_free, delete_prefix, with_probe
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
@@ -67,8 +60,7 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
         return installed
     plugin = EtcdPlugin(etcd)
     setattr(events, _INSTALLED, plugin)
-    if etcd:
-        events.init_command_line_parser.add_listener(plugin.add_options)
+    events.init_command_line_parser.add_listener(plugin.add_options)
     events.init.add_listener(plugin.on_init)
     events.request.add_listener(plugin.recorder.record)  # the hot path: the latency store's own method
     events.test_start.add_listener(plugin.on_test_start)
@@ -79,6 +71,10 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
     events.test_stop.add_listener(plugin.on_test_stop)
     events.quitting.add_listener(plugin.on_quitting)
     events.quit.add_listener(plugin.on_quit)
+    for feature in features(etcd):  # after the plugin's own: the run's settings and the local etcd come first
+        if feature.install:
+            module, _, function = feature.install.partition(":")
+            getattr(importlib.import_module(module), function)(events)
     return plugin
 
 
@@ -98,23 +94,22 @@ class EtcdPlugin:
         self.target = TargetCluster()
         # the master's (or single process's) settings of the current run; workers take theirs from their options
         self.run_settings: EtcdSettings | None = None
-        self.poller: server_metrics.MetricsPoller | None = None
+        self.run: RunState | None = None  # the master's (or single process's) current run, from start to stop
         self.space_watch: space.SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
-        self.compactor: compaction.Compactor | None = None  # --etcd-compact-interval
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
         self.results: list[sla.Result] = []  # judged at quitting, printed at quit
         self.tabs: webui.EtcdTabs | None = None  # the web UI's etcd tabs, on a master or single process with one
         self.exporter: exporter.Exporter | None = None  # --etcd-prometheus-port, on a master or single process
         self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
         self.started_at = time.time()  # a file older than this is a previous run's
-        self.breach_capture: breach.Capture | None = None  # the members at the current run's first breach
-        self.breached = False  # the current run has had its breach (captured or not): later ones change nothing
+        self.breach_capture: breach.Capture | None = None  # the members at a run's first breach
 
     # -- start-up --
 
     def add_options(self, parser, **_kwargs) -> None:
-        add_option_group(parser, OPTIONS_TITLE, OPTIONS_DESCRIPTION, OPTIONS)
-        check_class_names(parser)  # a misspelt class: the nearest name and the list, exit 2, before Locust's own
+        add_option_groups(parser, self.etcd)
+        if self.etcd:
+            check_class_names(parser)  # a misspelt class: the nearest name and the list, exit 2, before Locust's own
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         """Check the options and the cluster before anything runs; bad input ends the process with one line."""
@@ -135,9 +130,9 @@ class EtcdPlugin:
             if error:
                 self._fail(error)
         try:
-            if getattr(options, "etcd_junit", ""):
-                junit.check_path(options.etcd_junit)  # now, not after the run
             settings = self.target.settings(environment.parsed_options)
+            if settings.gates.junit:
+                junit.check_path(settings.gates.junit)  # now, not after the run
             check_prefix_free(settings)
         except (SettingsError, EndpointError, ClusterError) as error:
             self._fail(str(error))
@@ -149,7 +144,7 @@ class EtcdPlugin:
             self.exporter = exporter.start(environment, web_ui, self.recorder, lambda: self.run_settings, is_master)
         except exporter.ExporterError as error:
             self._fail(str(error))
-        preflight.report(settings, environment.parsed_options, with_probe)
+        preflight.report(settings, with_probe)
         if web_ui is not None:
             self.tabs = webui.install(environment, web_ui, self.recorder, lambda: self.run_settings, lambda: self.alarm)
 
@@ -177,13 +172,10 @@ class EtcdPlugin:
             self._show_endpoints_as_host(environment, settings)
             if self.tabs is not None:
                 self.tabs.on_test_start()
-            self._stop_polling()
-            self._stop_compacting()
-            self.space_watch = space.SpaceWatch(settings, environment)
-            self.poller = server_metrics.start_polling(environment, settings, self.space_watch)
-            self.compactor = compaction.start_compacting(settings)
-            self.breached = False
-            if settings.profile_on_breach > 0 and not getattr(options, "csv_prefix", None):
+            self._stop_run()
+            self.run = RunState.start(environment, settings)
+            self.space_watch = self.run.space_watch
+            if settings.monitoring.profile_on_breach > 0 and not getattr(options, "csv_prefix", None):
                 logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
         session.drop_if_changed(environment, settings)
 
@@ -193,12 +185,12 @@ class EtcdPlugin:
         Returns at once; with ``--etcd-profile-on-breach`` and ``--csv`` the capture runs in its own greenlet.
         Only the master or the single process captures: workers see none of the members' side.
         """
-        environment = self.environment
-        if self.breached or not self.etcd or environment is None or isinstance(environment.runner, WorkerRunner):
-            return
-        self.breached = True
-        settings = self.run_settings
-        if settings is None or settings.profile_on_breach <= 0:
+        environment, run = self.environment, self.run
+        if run is None or run.breached or environment is None:
+            return  # no run of a master or single process: workers see none of the members' side
+        run.breached = True
+        settings = run.settings
+        if settings.monitoring.profile_on_breach <= 0:
             return
         if self.breach_capture is not None and self.breach_capture.running():
             return  # a previous run's capture still writes the same directory
@@ -206,7 +198,7 @@ class EtcdPlugin:
         if not prefix:
             return  # said once when the run started
         try:
-            self.breach_capture = breach.start_capture(prefix, settings, why, environment.parsed_options)
+            self.breach_capture = breach.start_capture(prefix, settings, why)
         except Exception as error:  # a capture never stops a run
             logger.warning("breach capture: not started: %s", server_metrics.one_line(error))
 
@@ -225,8 +217,7 @@ class EtcdPlugin:
         self.client_cpu.on_worker_report(client_id, data)
 
     def on_test_stop(self, environment, **_kwargs) -> None:
-        self._stop_polling()  # with a last row per member: the state at the end
-        self._stop_compacting()
+        self._stop_run()
         self.recorder.on_test_stop()
 
     # -- the end --
@@ -259,8 +250,7 @@ class EtcdPlugin:
         if self.exporter is not None:
             self.exporter.stop()
             self.exporter = None
-        self._stop_polling()  # before the clean-up and the local etcd's end
-        self._stop_compacting()
+        self._stop_run()  # before the clean-up and the local etcd's end
         if not self.etcd:
             return
         session.close_sessions()
@@ -283,7 +273,7 @@ class EtcdPlugin:
         prefix = getattr(options, "csv_prefix", None)
         reports = (getattr(options, "html_file", None), f"{json_file}.json" if json_file else None)
         reports += (breach.capture_file(prefix) if prefix else None,)  # its directory holds the members' files
-        reports += (getattr(options, "etcd_junit", None) or None,)
+        reports += ((self.run_settings.gates.junit or None) if self.run_settings is not None else None,)
         paths = end_of_run.run_files(prefix, reports, since=self.started_at)
         end_of_run.print_summary(self.recorder.snapshot(), paths)
 
@@ -295,15 +285,12 @@ class EtcdPlugin:
             return
         if isinstance(environment.runner, WorkerRunner):
             return
-        options = environment.parsed_options
-        junit_path = getattr(options, "etcd_junit", "")
+        settings = self.run_settings
+        junit_path = settings.gates.junit if settings is not None else ""
         summary = os.environ.get(step_summary.ENV_VAR) if self.ran else None
-        if not junit_path and not summary:
+        if settings is None or (not junit_path and not summary):
             return
-        try:
-            gates = parse_gates(getattr(options, "etcd_sla", "") or "")
-        except SlaError:  # said when judging
-            gates = ()
+        gates = settings.gates.sla
         shape = environment.shape_class
         if not self.ran:
             why_not_judged = "no run started"
@@ -339,21 +326,17 @@ class EtcdPlugin:
         return self.etcd and hasattr(environment.parsed_options, "etcd_endpoints")
 
     def _judge(self, environment) -> list[sla.Result]:
-        if isinstance(environment.runner, WorkerRunner):
+        if isinstance(environment.runner, WorkerRunner) or self.run_settings is None:
             return []
-        try:
-            gates = parse_gates(getattr(environment.parsed_options, "etcd_sla", "") or "")
-        except SlaError as error:  # only the web UI's form can get here; the command line is checked at start
-            logger.error("locust-etcd: error: %s", error)
-            return []
+        gates = self.run_settings.gates.sla
         if not getattr(environment.shape_class, "judges_whole_run", True):
             return []  # a capacity search mixes passing and failing probes: its gates are judged per probe
         return sla.judge(environment, self.recorder, gates) if gates else []
 
-    def _stop_polling(self) -> None:
-        if self.poller is not None:
-            self.poller.stop()
-            self.poller = None
+    def _stop_run(self) -> None:
+        if self.run is not None:
+            self.run.stop()
+            self.run = None
 
     def _finish_breach_capture(self) -> None:
         capture = self.breach_capture
@@ -362,11 +345,6 @@ class EtcdPlugin:
         logger.info("breach capture: waiting up to %.0fs for the members' profiles", capture.deadline)
         if not capture.wait(capture.deadline + 1.0):
             logger.warning("breach capture: unfinished at exit; see %s", capture.directory)
-
-    def _stop_compacting(self) -> None:
-        if self.compactor is not None:
-            self.compactor.stop()
-            self.compactor = None
 
     @property
     def alarm(self) -> str | None:

@@ -39,7 +39,7 @@ class TargetCluster:
         """
         settings = settings_from_options(options)
         if not settings.endpoints:
-            cluster = self.local or self._start_local(settings.local_members, settings.local_pprof)
+            cluster = self.local or self._start_local(settings.local_members, settings.monitoring.local_pprof)
             options.etcd_endpoints = ",".join(cluster.endpoints)
             settings = settings_from_options(options)
         return settings

@@ -17,12 +17,10 @@ import gevent
 
 from etcd_users import plugin
 from etcd_users.client import EtcdClient
-from etcd_users.kubernetes import run as kubernetes_run
 from etcd_users.kubernetes.client import KubernetesClient
 
 # the --etcd-* options and the run's life cycle, once, before Locust creates its runner
 plugin.install(events)
-kubernetes_run.install(events)  # after the plugin: the Kubernetes objects are written once the cluster is known
 
 
 class EtcdUser(User):

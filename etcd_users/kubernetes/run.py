@@ -191,7 +191,9 @@ class KubernetesRun:
         local = plugin.target.local is not None
         if may_compact(settings, local):
             interval = settings.k8s.compact_interval
-            self.compactor = compaction.Compactor(replace(settings, compact_interval=interval))
+            self.compactor = compaction.Compactor(
+                replace(settings, monitoring=replace(settings.monitoring, compact_interval=interval))
+            )
             self.compactor.start()
             logger.info(
                 "kubernetes compaction: every %gs at the revision of %gs ago, as kube-apiserver does "

@@ -207,21 +207,18 @@ def _iso(timestamp: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(timestamp)) + f".{int(timestamp % 1 * 1000):03d}Z"
 
 
-def start_capture(
-    prefix: str, settings: EtcdSettings, why: str, options=None, *, seconds: float | None = None
-) -> Capture | None:
+def start_capture(prefix: str, settings: EtcdSettings, why: str, *, seconds: float | None = None) -> Capture | None:
     """Start capturing every member of ``settings`` into ``PREFIX_breach/`` in the background; None if it cannot.
 
-    ``seconds`` (the CPU profile's length) defaults to ``settings.profile_on_breach``; ``options`` give the client
-    TLS files for https members.
+    ``seconds`` (the CPU profile's length) defaults to ``settings.monitoring.profile_on_breach``.
     """
-    seconds = settings.profile_on_breach if seconds is None else seconds
+    seconds = settings.monitoring.profile_on_breach if seconds is None else seconds
     members = members_of(settings)
     if seconds <= 0 or not members:
         return None
     secure = any(url.startswith("https:") for member in members for url in (member.pprof_base, member.metrics_url))
     try:
-        context = ssl_context(options) if secure and options is not None else None
+        context = ssl_context(settings) if secure else None
     except (OSError, ssl.SSLError) as error:
         logger.error("locust-etcd: no breach capture: %s", one_line(error))
         return None

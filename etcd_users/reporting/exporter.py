@@ -47,7 +47,7 @@ from etcd_users.files import SERVICE
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import Key
 from etcd_users.reporting import sla
-from etcd_users.settings import EtcdSettings, SlaError, parse_gates
+from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class RunCollector(Collector):
         yield from self._counts()
         yield self._durations()
         settings = self.run_settings()
-        length = settings.prometheus_window if settings is not None else 10
+        length = settings.exporter.window if settings is not None else 10
         self.recent.keep_s = max(self.recent.keep_s, length + self.lag_s + 2)  # a later run's longer window (web UI)
         window = self.recent.window(int(time.time()) - self.lag_s, length)
         yield self._quantiles(window)
@@ -307,10 +307,8 @@ class RunCollector(Collector):
             "Each --etcd-sla gate judged on the last --etcd-prometheus-window seconds: 1 passing, 0 failing.",
             labels=["gate"],
         )
-        try:
-            gates = parse_gates(getattr(self.environment.parsed_options, "etcd_sla", "") or "")
-        except SlaError:
-            return family  # only the web UI's form can hold one; the run refuses it at start
+        settings = self.run_settings()
+        gates = settings.gates.sla if settings is not None else ()
         requests = {
             name: window.successes.get(name, 0) + window.failures.get(name, 0)
             for name in window.successes.keys() | window.failures.keys()
@@ -361,7 +359,7 @@ def start(
 ) -> Exporter | None:
     """Serve the metrics on ``--etcd-prometheus-port`` (and at /etcd/metrics of the web UI); None when it is 0."""
     settings = run_settings()
-    port = settings.prometheus_port if settings is not None else 0
+    port = settings.exporter.port if settings is not None else 0
     if not port:
         return None
     options = environment.parsed_options
@@ -376,7 +374,7 @@ def start(
                 f"--etcd-prometheus-port: {port} is also {flag}; give another port"
                 + (f" (the web UI serves the same page at {WEB_UI_ROUTE})" if flag == "--web-port" else "")
             )
-    window = settings.prometheus_window
+    window = settings.exporter.window
     recent = RecentSeconds(window + MASTER_LAG_S + 2)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(RunCollector(environment, recorder, run_settings, recent, MASTER_LAG_S if is_master else 0))

@@ -192,14 +192,14 @@ async def _status_and_burst(pool: EndpointPool, burst: bool) -> tuple[list[Membe
     return statuses, BurstResult(puts, seconds, error, deleted)
 
 
-def measure(settings: EtcdSettings, options, with_probe: Callable) -> list[MemberReport]:
+def measure(settings: EtcdSettings, with_probe: Callable) -> list[MemberReport]:
     """Scrape every member, run Status and the burst on a probe pool (``with_probe(settings, work)``), scrape again."""
     members = member_urls(settings)
     urls = [url for _, url in members]
-    context = ssl_context(options) if any(url.startswith("https:") for url in urls) else None
+    context = ssl_context(settings) if any(url.startswith("https:") for url in urls) else None
     scraper = Scraper(min(settings.timeout, SCRAPE_TIMEOUT), context)
     before = scraper.fetch_all(urls)
-    skipped = "--etcd-skip-preflight" if settings.skip_preflight else ""
+    skipped = "--etcd-skip-preflight" if settings.monitoring.skip_preflight else ""
     if not skipped and any(isinstance(scrape, Scrape) and _near_quota(scrape) for scrape in before):
         # the burst's own growth could fill it, and etcd then refuses every write until its alarm is disarmed
         skipped = f"no burst: a db is above {DB_QUOTA_WARNING * 100:g} % of its quota"
@@ -242,10 +242,10 @@ def log_burst(result: BurstResult, prefix: str) -> None:
     logger.log(level, "%s", message)
 
 
-def report(settings: EtcdSettings, options, with_probe: Callable) -> list[MemberReport]:
+def report(settings: EtcdSettings, with_probe: Callable) -> list[MemberReport]:
     """Measure and log the report; never raises (an empty list when it could not be made)."""
     try:
-        reports = measure(settings, options, with_probe)
+        reports = measure(settings, with_probe)
     except Exception as error:  # the report informs; it never stops a run
         logger.warning("pre-flight report not made: %s", one_line(error))
         return []

@@ -211,15 +211,15 @@ def one_line(error: BaseException) -> str:
 
 def member_urls(settings: EtcdSettings) -> list[tuple[str, str]]:
     """(endpoint URL, /metrics URL) of each member, from ``--etcd-metrics-urls`` or the client URLs."""
-    urls = settings.metrics_urls or tuple(f"{endpoint.url}/metrics" for endpoint in settings.endpoints)
+    urls = settings.monitoring.metrics_urls or tuple(f"{endpoint.url}/metrics" for endpoint in settings.endpoints)
     return [(endpoint.url, url) for endpoint, url in zip(settings.endpoints, urls, strict=True)]
 
 
-def ssl_context(options) -> ssl.SSLContext:
+def ssl_context(settings: EtcdSettings) -> ssl.SSLContext:
     """The client TLS of ``--etcd-cacert/--etcd-cert/--etcd-key``, for https metrics URLs."""
-    context = ssl.create_default_context(cafile=options.etcd_cacert or None)
-    if options.etcd_cert:
-        context.load_cert_chain(options.etcd_cert, options.etcd_key or None)
+    context = ssl.create_default_context(cafile=settings.cacert or None)
+    if settings.cert:
+        context.load_cert_chain(settings.cert, settings.key or None)
     return context
 
 
@@ -341,17 +341,15 @@ def start_polling(environment, settings: EtcdSettings, watch=None) -> MetricsPol
     """On the master or the single process at test start: a started poller whenever ``--etcd-metrics-interval`` asks
     for one (the caller stops it), writing ``PREFIX_etcd_metrics.csv`` with ``--csv PREFIX``; else None."""
     prefix = getattr(environment.parsed_options, "csv_prefix", None)
-    if settings.metrics_interval <= 0 or not settings.endpoints:
+    if settings.monitoring.metrics_interval <= 0 or not settings.endpoints:
         return None
     members = member_urls(settings)
     try:
-        context = (
-            ssl_context(environment.parsed_options) if any(url.startswith("https:") for _, url in members) else None
-        )
+        context = ssl_context(settings) if any(url.startswith("https:") for _, url in members) else None
         # short: a member that hangs must not hold up the others' rows for long
-        scraper = Scraper(min(settings.timeout, max(1.0, settings.metrics_interval)), context)
+        scraper = Scraper(min(settings.timeout, max(1.0, settings.monitoring.metrics_interval)), context)
         poller = MetricsPoller(
-            members, settings.metrics_interval, scraper, prefix + CSV_SUFFIX if prefix else None, watch
+            members, settings.monitoring.metrics_interval, scraper, prefix + CSV_SUFFIX if prefix else None, watch
         )
     except (OSError, ssl.SSLError) as error:
         logger.error("locust-etcd: no server metrics: %s", one_line(error))
@@ -361,7 +359,7 @@ def start_polling(environment, settings: EtcdSettings, watch=None) -> MetricsPol
         "polling /metrics of %d member%s every %gs %s",
         len(members),
         "s" * (len(members) > 1),
-        settings.metrics_interval,
+        settings.monitoring.metrics_interval,
         f"into {poller.path}" if poller.path else "(db size against quota)",
     )
     return poller

@@ -40,7 +40,7 @@ from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
 from etcd_users.reporting import server_metrics, sla
-from etcd_users.settings import OPTIONS, EtcdSettings, SlaError, parse_gates
+from etcd_users.settings import OPTIONS, EtcdSettings
 from etcd_users.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,9 @@ SLA_TAB = "etcd-sla"
 CSV_ROUTE = "/etcd/latency/csv"
 SECRET_PLACEHOLDER = "********"
 SECRET_DESTS = frozenset(option.dest for option in OPTIONS if option.secret)
-FORM_ORDER = tuple(option.dest for option in OPTIONS)  # the form's first fields, in this order
+# the form's first fields, in this order: where the load goes and what the run is judged by, then the rest
+_FIRST = ("etcd_endpoints", "etcd_target", "etcd_sla")
+FORM_ORDER = _FIRST + tuple(option.dest for option in OPTIONS if option.dest not in _FIRST)
 RUNNING_STATES = ("spawning", "running")  # locust.runners' STATE_SPAWNING and STATE_RUNNING
 LEADER_CHANGES = "etcd_server_leader_changes_seen_total"  # counts the member's first election too
 SLA_HINT = (
@@ -258,7 +260,7 @@ class EtcdTabs:
             members = server_metrics.member_urls(settings)
             context = None
             if any(url.startswith("https:") for _, url in members):
-                context = server_metrics.ssl_context(self.environment.parsed_options)
+                context = server_metrics.ssl_context(settings)
             scraper = server_metrics.Scraper(min(settings.timeout, ENDPOINTS_TIMEOUT_S), context)
             scrapes = scraper.fetch_all([url for _, url in members])
         except Exception as error:  # a background look-up: the table says why, the UI goes on
@@ -293,10 +295,8 @@ class EtcdTabs:
     # -- the JSON of /stats/requests --
 
     def sla(self) -> list[dict[str, str]]:
-        try:
-            gates = parse_gates(getattr(self.environment.parsed_options, "etcd_sla", "") or "")
-        except SlaError as error:  # typed into the form; the run itself refuses it at start
-            return [{"name": "--etcd-sla", "measured": str(error), "verdict": "invalid"}]
+        settings = self.run_settings()
+        gates = settings.gates.sla if settings is not None else ()
         rows = sla_rows(sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else [])
         # a load shape's levels judged so far, under the gates of the whole run
         shape_record = getattr(self.environment.shape_class, "shape_record", None)

@@ -1,19 +1,17 @@
-"""The ``--shape-*`` command-line options and their validation into one frozen ``ShapeSettings``.
+"""The ``--shape-*`` options, each declared once as a field of ``ShapeSettings``.
 
-Every option has an environment variable (``SHAPE_...``) and a typed default: Locust's web UI casts the
+Every option has an environment variable (``LOCUST_SHAPE_...``) and a typed default: Locust's web UI casts the
 form's strings to the default's type, so lists travel as comma-separated strings.
 """
 
-from locust import events
-
 import argparse
 import math
-import sys
 from dataclasses import dataclass
 
-from etcd_users.arguments import Option, add_option_group, reference_table, shown
+from etcd_users.arguments import shown
+from etcd_users.settings.declare import OptionGroup, SettingsError, option
+from etcd_users.settings.workload import WorkloadSettings
 
-GROUP_TITLE = "etcd load shapes"
 # Bounds of what a plan can mean: Locust spawns every user of a level (a greenlet each) and the shape ticks once a
 # second, so beyond these a plan hangs the master or never ends rather than runs.
 MAX_USERS = 1_000_000
@@ -22,151 +20,7 @@ MAX_SECONDS = 366 * 24 * 3600  # a year
 MAX_ROUNDS = 30  # bisection rounds: 2^30 narrows any QPS bracket below one request a second
 
 
-OPTIONS = (
-    Option("--shape-baseline-qps", 100, "StepSpikeShape: QPS of the baseline level."),
-    Option("--shape-baseline-time", 300, "StepSpikeShape: seconds the baseline is held (0: no baseline)."),
-    Option("--shape-step-qps", 200, "StepSpikeShape: QPS added by each step after the baseline."),
-    Option(
-        "--shape-step-time",
-        120,
-        "Seconds each step is held: the QPS steps of StepSpikeShape and the rungs of ConcurrencyLadderShape.",
-    ),
-    Option("--shape-max-qps", 2000, "StepSpikeShape: QPS of the last step; the final step is capped to reach it."),
-    Option("--shape-spike-qps", 3000, "StepSpikeShape: QPS of the spike after the last step."),
-    Option("--shape-spike-time", 5, "StepSpikeShape: seconds the spike lasts (0: no spike)."),
-    Option(
-        "--shape-ladder",
-        "1,200,2000,5000,10000,20000",
-        "ConcurrencyLadderShape: comma-separated closed-loop user counts, one rung each.",
-    ),
-    Option("--shape-sine-base", 50.0, "SineWaveShape: mean QPS of the wave."),
-    Option("--shape-sine-amplitude", 30.0, "SineWaveShape: QPS amplitude of the wave."),
-    Option("--shape-sine-period", 300, "SineWaveShape: seconds per cycle of the wave."),
-    Option("--shape-sine-cycles", 1, "SineWaveShape: cycles to run; the run lasts period x cycles."),
-    Option(
-        "--shape-sine-jitter",
-        "-8,12",
-        "SineWaveShape: LOW,HIGH range of the uniform random QPS added at each re-evaluation. "
-        "Write --shape-sine-jitter=-8,12 (with '=') when LOW is negative.",
-    ),
-    Option("--shape-sine-step", 5, "SineWaveShape: seconds between re-evaluations of the wave."),
-    Option("--shape-seed", 1, "Seed of the random jitter: the same seed gives the same run."),
-    Option(
-        "--shape-time-scale",
-        1.0,
-        "Multiplies every duration, e.g. 0.05 to smoke-test a 25-minute profile in about 80 s "
-        "(scaled levels last at least 1 s).",
-    ),
-    Option(
-        "--shape-warmup",
-        0,
-        "Seconds to run the first level before the measured window; the analysis drops this window.",
-    ),
-    Option(
-        "--shape-stop-on-breach",
-        False,
-        "End the run after the first level that fails its --etcd-sla gates or falls below 95% of its planned QPS "
-        "(judged live on the master, once the workers' reports cover the level).",
-    ),
-    Option("--shape-search-start", 100, "CapacitySearchShape: QPS of the first probe."),
-    Option(
-        "--shape-search-max",
-        10000,
-        "CapacitySearchShape: highest QPS probed; the probes double from --shape-search-start up to it.",
-    ),
-    Option(
-        "--shape-search-rounds",
-        3,
-        "CapacitySearchShape: probes that halve the bracket between the last passing and the first failing QPS.",
-    ),
-)
-
-DEFAULTS = {option.dest: option.default for option in OPTIONS}
-
-
-@events.init_command_line_parser.add_listener
-def _register(parser, **_kwargs) -> None:
-    add_option_group(parser, GROUP_TITLE, "Load profiles of the shapes/ classes (each option has an env var)", OPTIONS)
-
-
-class ShapeSettingsError(ValueError):
-    """Bad shape input, told in one line that names the option and the fix."""
-
-
-@dataclass(frozen=True)
-class ShapeSettings:
-    """The validated ``--shape-*`` options plus the per-user rate of the etcd users."""
-
-    baseline_qps: int
-    baseline_time: int
-    step_qps: int
-    step_time: int
-    max_qps: int
-    spike_qps: int
-    spike_time: int
-    ladder: tuple[int, ...]
-    sine_base: float
-    sine_amplitude: float
-    sine_period: int
-    sine_cycles: int
-    sine_jitter: tuple[float, float]
-    sine_step: int
-    seed: int
-    time_scale: float
-    warmup: int
-    stop_on_breach: bool
-    search_start: int
-    search_max: int
-    search_rounds: int
-    user_rate: float
-    """Requests/s of each user (``--etcd-user-rate``); 0 means closed loop."""
-
-    @classmethod
-    def from_options(cls, parsed_options: argparse.Namespace | None) -> "ShapeSettings":
-        """Validate parsed options (from the command line, env vars or the web UI form); missing ones take defaults."""
-
-        def get(dest: str):
-            return getattr(parsed_options, dest, DEFAULTS[dest]) if parsed_options is not None else DEFAULTS[dest]
-
-        settings = cls(
-            baseline_qps=_int("--shape-baseline-qps", get("shape_baseline_qps"), minimum=1),
-            baseline_time=_seconds("--shape-baseline-time", get("shape_baseline_time"), minimum=0),
-            step_qps=_int("--shape-step-qps", get("shape_step_qps"), minimum=1),
-            step_time=_seconds("--shape-step-time", get("shape_step_time"), minimum=1),
-            max_qps=_int("--shape-max-qps", get("shape_max_qps"), minimum=1),
-            spike_qps=_int("--shape-spike-qps", get("shape_spike_qps"), minimum=1),
-            spike_time=_seconds("--shape-spike-time", get("shape_spike_time"), minimum=0),
-            ladder=_ladder(get("shape_ladder")),
-            sine_base=_float("--shape-sine-base", get("shape_sine_base"), minimum=0.0),
-            sine_amplitude=_float("--shape-sine-amplitude", get("shape_sine_amplitude"), minimum=0.0),
-            sine_period=_seconds("--shape-sine-period", get("shape_sine_period"), minimum=1),
-            sine_cycles=_int("--shape-sine-cycles", get("shape_sine_cycles"), minimum=1),
-            sine_jitter=_jitter(get("shape_sine_jitter")),
-            sine_step=_seconds("--shape-sine-step", get("shape_sine_step"), minimum=1),
-            seed=_int("--shape-seed", get("shape_seed")),
-            time_scale=_float("--shape-time-scale", get("shape_time_scale"), minimum=0.0, exclusive=True),
-            warmup=_seconds("--shape-warmup", get("shape_warmup"), minimum=0),
-            stop_on_breach=_bool("--shape-stop-on-breach", get("shape_stop_on_breach")),
-            search_start=_int("--shape-search-start", get("shape_search_start"), minimum=1),
-            search_max=_int("--shape-search-max", get("shape_search_max"), minimum=1),
-            search_rounds=_int("--shape-search-rounds", get("shape_search_rounds"), minimum=0, maximum=MAX_ROUNDS),
-            user_rate=_float(
-                "--etcd-user-rate",
-                getattr(parsed_options, "etcd_user_rate", 0.0) if parsed_options is not None else 0.0,
-                minimum=0.0,
-            ),
-        )
-        if settings.max_qps < settings.baseline_qps:
-            raise ShapeSettingsError(
-                f"--shape-max-qps: {settings.max_qps} is below --shape-baseline-qps {settings.baseline_qps}; "
-                "raise --shape-max-qps or lower the baseline"
-            )
-        if settings.search_max < settings.search_start:
-            raise ShapeSettingsError(
-                f"--shape-search-max: {settings.search_max} is below --shape-search-start {settings.search_start}; "
-                "raise --shape-search-max or lower the start"
-            )
-        return settings
+ShapeSettingsError = SettingsError  # bad shape input, told in one line like every other option's
 
 
 def _bool(flag: str, value) -> bool:
@@ -251,13 +105,154 @@ def _jitter(value) -> tuple[float, float]:
     return low, high
 
 
-def _dest(flag: str) -> str:
-    return flag[2:].replace("-", "_")
-
-
 def _default_of(flag: str):
-    return DEFAULTS.get(_dest(flag), 10.0)
+    return next((declared.default for declared in ShapeSettings.options() if declared.flag == flag), 10.0)
 
 
-if __name__ == "__main__":
-    sys.stdout.write(reference_table(OPTIONS) + "\n")
+def _whole(minimum: int | None = None, maximum: int | None = None):
+    return lambda flag, value: _int(flag, value, minimum=minimum, maximum=maximum)
+
+
+def _duration(minimum: int):
+    return lambda flag, value: _seconds(flag, value, minimum=minimum)
+
+
+def _number(minimum: float | None = None, exclusive: bool = False):
+    return lambda flag, value: _float(flag, value, minimum=minimum, exclusive=exclusive)
+
+
+def _ladder_option(_flag: str, value) -> tuple[int, ...]:
+    return _ladder(value)
+
+
+def _jitter_option(_flag: str, value) -> tuple[float, float]:
+    return _jitter(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShapeSettings(OptionGroup):
+    """The validated ``--shape-*`` options plus the per-user rate of the etcd users."""
+
+    TITLE = "etcd load shapes"
+    DESCRIPTION = "Load profiles of the shapes (locust-etcd --shape NAME, or shapes/NAME.py after the locustfile)"
+
+    baseline_qps: int = option(
+        "--shape-baseline-qps", 100, "StepSpikeShape: QPS of the baseline level.", parse=_whole(1)
+    )
+    baseline_time: int = option(
+        "--shape-baseline-time",
+        300,
+        "StepSpikeShape: seconds the baseline is held (0: no baseline).",
+        parse=_duration(0),
+    )
+    step_qps: int = option(
+        "--shape-step-qps", 200, "StepSpikeShape: QPS added by each step after the baseline.", parse=_whole(1)
+    )
+    step_time: int = option(
+        "--shape-step-time",
+        120,
+        "Seconds each step is held: the QPS steps of StepSpikeShape and the rungs of ConcurrencyLadderShape.",
+        parse=_duration(1),
+    )
+    max_qps: int = option(
+        "--shape-max-qps",
+        2000,
+        "StepSpikeShape: QPS of the last step; the final step is capped to reach it.",
+        parse=_whole(1),
+    )
+    spike_qps: int = option(
+        "--shape-spike-qps", 3000, "StepSpikeShape: QPS of the spike after the last step.", parse=_whole(1)
+    )
+    spike_time: int = option(
+        "--shape-spike-time", 5, "StepSpikeShape: seconds the spike lasts (0: no spike).", parse=_duration(0)
+    )
+    ladder: tuple[int, ...] = option(
+        "--shape-ladder",
+        "1,200,2000,5000,10000,20000",
+        "ConcurrencyLadderShape: comma-separated closed-loop user counts, one rung each.",
+        parse=_ladder_option,
+    )
+    sine_base: float = option("--shape-sine-base", 50.0, "SineWaveShape: mean QPS of the wave.", parse=_number(0.0))
+    sine_amplitude: float = option(
+        "--shape-sine-amplitude", 30.0, "SineWaveShape: QPS amplitude of the wave.", parse=_number(0.0)
+    )
+    sine_period: int = option(
+        "--shape-sine-period", 300, "SineWaveShape: seconds per cycle of the wave.", parse=_duration(1)
+    )
+    sine_cycles: int = option(
+        "--shape-sine-cycles", 1, "SineWaveShape: cycles to run; the run lasts period x cycles.", parse=_whole(1)
+    )
+    sine_jitter: tuple[float, float] = option(
+        "--shape-sine-jitter",
+        "-8,12",
+        "SineWaveShape: LOW,HIGH range of the uniform random QPS added at each re-evaluation. "
+        "Write --shape-sine-jitter=-8,12 (with '=') when LOW is negative.",
+        parse=_jitter_option,
+    )
+    sine_step: int = option(
+        "--shape-sine-step", 5, "SineWaveShape: seconds between re-evaluations of the wave.", parse=_duration(1)
+    )
+    seed: int = option(
+        "--shape-seed", 1, "Seed of the random jitter: the same seed gives the same run.", parse=_whole()
+    )
+    time_scale: float = option(
+        "--shape-time-scale",
+        1.0,
+        "Multiplies every duration, e.g. 0.05 to smoke-test a 25-minute profile in about 80 s "
+        "(scaled levels last at least 1 s).",
+        parse=_number(0.0, exclusive=True),
+    )
+    warmup: int = option(
+        "--shape-warmup",
+        0,
+        "Seconds to run the first level before the measured window; the analysis drops this window.",
+        parse=_duration(0),
+    )
+    stop_on_breach: bool = option(
+        "--shape-stop-on-breach",
+        False,
+        "End the run after the first level that fails its --etcd-sla gates or falls below 95% of its planned QPS "
+        "(judged live on the master, once the workers' reports cover the level).",
+        parse=_bool,
+    )
+    search_start: int = option(
+        "--shape-search-start", 100, "CapacitySearchShape: QPS of the first probe.", parse=_whole(1)
+    )
+    search_max: int = option(
+        "--shape-search-max",
+        10000,
+        "CapacitySearchShape: highest QPS probed; the probes double from --shape-search-start up to it.",
+        parse=_whole(1),
+    )
+    search_rounds: int = option(
+        "--shape-search-rounds",
+        3,
+        "CapacitySearchShape: probes that halve the bracket between the last passing and the first failing QPS.",
+        parse=_whole(0, MAX_ROUNDS),
+    )
+    user_rate: float = 0.0
+    """Requests/s of each user (``--etcd-user-rate``, the workload's option); 0 means closed loop."""
+
+    @classmethod
+    def from_options(cls, namespace: argparse.Namespace | None, **context) -> "ShapeSettings":
+        """Validate parsed options (from the command line, env vars or the web UI form); missing ones take defaults."""
+        return super().from_options(namespace if namespace is not None else argparse.Namespace(), **context)
+
+    @classmethod
+    def build(cls, values, namespace, **context) -> "ShapeSettings":
+        settings = cls(**values, user_rate=WorkloadSettings.read_one(namespace, "user_rate"))
+        if settings.max_qps < settings.baseline_qps:
+            raise ShapeSettingsError(
+                f"--shape-max-qps: {settings.max_qps} is below --shape-baseline-qps {settings.baseline_qps}; "
+                "raise --shape-max-qps or lower the baseline"
+            )
+        if settings.search_max < settings.search_start:
+            raise ShapeSettingsError(
+                f"--shape-search-max: {settings.search_max} is below --shape-search-start {settings.search_start}; "
+                "raise --shape-search-max or lower the start"
+            )
+        return settings
+
+
+GROUP_TITLE = ShapeSettings.TITLE
+OPTIONS = ShapeSettings.options()

@@ -72,7 +72,7 @@ def test_a_capture_writes_each_member_s_files_in_the_background(pprof_etcd1, etc
         ticker = gevent.spawn(tick)
         caplog.set_level(logging.INFO, logger="etcd_users.reporting.breach")
         started = time.monotonic()
-        capture = start_capture(str(tmp_path / "run"), settings, "put p99 above 0.001 ms at step 1", options)
+        capture = start_capture(str(tmp_path / "run"), settings, "put p99 above 0.001 ms at step 1")
         assert capture is not None and time.monotonic() - started < 0.5  # started, not done: the caller goes on
         assert capture.wait(capture.deadline + 2.0)
         elapsed = time.monotonic() - started
@@ -114,7 +114,7 @@ def test_analysis_lists_the_captured_files_beside_the_breach(pprof_etcd1, tmp_pa
     """From a capture's own capture.json; a run of one put from the gateway is enough for the analysis to load."""
     settings, options = settings_for(pprof_etcd1.endpoints[0])
     prefix = tmp_path / "run"
-    capture = start_capture(str(prefix), settings, "put p99 25 ms at step 1", options)
+    capture = start_capture(str(prefix), settings, "put p99 25 ms at step 1")
     assert capture is not None and capture.wait(capture.deadline + 2.0)
     lines = _capture_lines(prefix)
     name = member_directory(pprof_etcd1.endpoints[0])

@@ -9,7 +9,7 @@ from locust.argument_parser import get_parser
 import pytest
 
 from etcd_users.arguments import Option, add_option_group, error_line
-from etcd_users.settings import OPTIONS, OPTIONS_DESCRIPTION, OPTIONS_TITLE
+from etcd_users.features import add_option_groups
 from etcd_users.user_classes import (
     check_class_names,
     nearest,
@@ -24,7 +24,7 @@ CLASSES = {"EtcdPutUser", "EtcdRangeUser", "EtcdDeleteUser", "LinearizableRangeU
 def etcd_parser():
     """Locust's parser with the --etcd-* options, as a locustfile that imports etcd_users gets it."""
     parser = get_parser()
-    add_option_group(parser, OPTIONS_TITLE, OPTIONS_DESCRIPTION, OPTIONS)
+    add_option_groups(parser)
     return parser
 
 
@@ -50,10 +50,10 @@ def refusal(parser, args: list[str], capsys) -> str:
         (["--etcd-consistency", "x"], "--etcd-consistency: 'x' is not one of: l, s"),
         (["--etcd-conns"], "--etcd-conns: expected one argument"),
         (["--etcd-keysize", "3"], "--etcd-keysize: no such option (did you mean --etcd-key-size?)"),
-        (["--etcd-ke", "3"], "--etcd-ke: could match --etcd-key-size, --etcd-key-space-size, --etcd-key"),
+        (["--etcd-ke", "3"], "--etcd-ke: could match --etcd-key, --etcd-key-size, --etcd-key-space-size"),
         (
             ["--etcd-k", "3"],
-            "--etcd-k: could match --etcd-key-size, --etcd-key-space-size, --etcd-key, --etcd-k8s-objects and 11 more",
+            "--etcd-k: could match --etcd-key, --etcd-key-size, --etcd-key-space-size, --etcd-k8s-objects and 11 more",
         ),
     ],
 )  # fmt: skip

@@ -78,7 +78,7 @@ def test_configmap_variables_are_real_options_with_valid_values(manifests):
         setattr(namespace, option.dest, value)
     settings = settings_from_options(namespace)
     assert len(settings.endpoints) == 3 and settings.target == "leader"
-    assert [gate.label for gate in settings.sla] == ["put p99", "Aggregated errors"]
+    assert [gate.label for gate in settings.gates.sla] == ["put p99", "Aggregated errors"]
 
 
 def test_containers_name_only_real_variables(manifests):

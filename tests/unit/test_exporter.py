@@ -113,8 +113,8 @@ def options(**values) -> argparse.Namespace:
 
 def test_the_options_are_checked_and_off_by_default():
     settings = settings_from_options(options())
-    assert (settings.prometheus_port, settings.prometheus_window) == (0, 10)
-    assert settings_from_options(options(etcd_prometheus_port=9647)).prometheus_port == 9647
+    assert (settings.exporter.port, settings.exporter.window) == (0, 10)
+    assert settings_from_options(options(etcd_prometheus_port=9647)).exporter.port == 9647
     with pytest.raises(SettingsError, match=r"^--etcd-prometheus-port: -1 is not a TCP port; give one from 1 to"):
         settings_from_options(options(etcd_prometheus_port=-1))
     with pytest.raises(SettingsError, match=r"^--etcd-prometheus-window: 3601 seconds is outside 1 to 3600"):

@@ -22,17 +22,9 @@ from etcd_users.kubernetes.layout import (
     spread_schedule,
 )
 from etcd_users.kubernetes.run import may_compact, wanted_keys
-from etcd_users.settings import (
-    K8S_READS,
-    K8S_WRITES,
-    OPTIONS,
-    KubeSettings,
-    SettingsError,
-    parse_k8s_object_size,
-    parse_k8s_objects,
-    parse_weights,
-    settings_from_options,
-)
+from etcd_users.settings import OPTIONS, KubeSettings, SettingsError, settings_from_options
+from etcd_users.settings.declare import parse_weights
+from etcd_users.settings.kubernetes import K8S_READS, K8S_WRITES, parse_k8s_object_size, parse_k8s_objects
 
 
 def options(**overrides) -> argparse.Namespace:
@@ -52,7 +44,7 @@ def seeded(seed: int = 7):
 
 def test_the_defaults_are_the_robustness_profile():
     k8s = settings_from_options(options()).k8s
-    assert k8s == KubeSettings()
+    assert k8s == KubeSettings.defaults()
     assert k8s.objects == (("pods", 5000), ("configmaps", 1000), ("leases", 200))
     assert dict(k8s.read_mix) == {"get": 5, "get-stale": 2, "get-at-rev": 8, "list-stale": 5, "list-and-watch": 80}
     assert dict(k8s.write_mix) == {"update": 90, "delete": 5, "create": 5}
@@ -105,7 +97,7 @@ def test_the_largest_object_must_fit_in_one_request_with_its_key():
 
 
 def test_keys_are_prefix_resource_namespace_name():
-    layout = Layout(b"/locust-etcd/", KubeSettings(objects=(("pods", 12), ("configmaps", 1)), namespaces=5))
+    layout = Layout(b"/locust-etcd/", KubeSettings.defaults(objects=(("pods", 12), ("configmaps", 1)), namespaces=5))
     pods, configmaps = layout.resources
     assert pods.key(0) == b"/locust-etcd/pods/ns-0000/pods-000000"
     assert pods.key(7) == b"/locust-etcd/pods/ns-0002/pods-000007"
@@ -117,7 +109,7 @@ def test_keys_are_prefix_resource_namespace_name():
 
 
 def test_the_registry_prefix_gives_kube_apiservers_layout():
-    layout = Layout(b"/registry/", KubeSettings(objects=(("leases", 3),), nodes=2))
+    layout = Layout(b"/registry/", KubeSettings.defaults(objects=(("leases", 3),), nodes=2))
     [leases] = layout.resources
     assert leases.key(1) == b"/registry/leases/ns-0001/leases-000001"
     assert list(layout.node_keys()) == [
@@ -139,7 +131,7 @@ def test_every_key_stays_under_the_prefix_and_within_the_size_checked():
 
 
 def test_what_a_run_writes_first():
-    layout = Layout(b"/p/", KubeSettings(objects=(("pods", 2),), nodes=3))
+    layout = Layout(b"/p/", KubeSettings.defaults(objects=(("pods", 2),), nodes=3))
     assert [len(keys) for _, _, keys, _ in wanted_keys(layout, {"objects"})] == [2]
     [(prefix, end, keys, size)] = wanted_keys(layout, {"nodes"})
     assert (prefix, end, len(keys), size) == (b"/p/leases/kube-node-lease/", b"/p/leases/kube-node-lease0", 3, 300)
@@ -150,10 +142,10 @@ def test_what_a_run_writes_first():
 
 
 def test_a_weighted_choice_follows_the_weights():
-    choose = WeightedChoice(KubeSettings().read_mix, seeded())
+    choose = WeightedChoice(KubeSettings.defaults().read_mix, seeded())
     drawn = Counter(choose() for _ in range(100_000))
     assert set(drawn) == {"get", "get-stale", "get-at-rev", "list-stale", "list-and-watch"}
-    for name, weight in KubeSettings().read_mix:
+    for name, weight in KubeSettings.defaults().read_mix:
         assert abs(drawn[name] / 1000 - weight) < 1.0, (name, drawn[name])
     assert WeightedChoice([("a", 0.0), ("b", 2.0)], seeded())() == "b"
     assert WeightedChoice([("a", 1.0)], lambda: 0.9999999999999999)() == "a"
@@ -164,7 +156,7 @@ def test_a_weighted_choice_follows_the_weights():
 def test_writes_keep_the_object_count_near_its_target():
     resource = Resource(b"/p/", "pods", 10, 1)
     pool = ObjectPool.from_listing(resource, [])
-    mix = WeightedChoice(KubeSettings().write_mix, seeded())
+    mix = WeightedChoice(KubeSettings.defaults().write_mix, seeded())
     assert choose_write(pool, mix) == "create"  # empty
     for index in range(4):
         pool.seen(resource.key(index), 1)

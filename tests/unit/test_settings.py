@@ -14,11 +14,7 @@ from etcd_users.arguments import shown
 from etcd_users.reporting.server_metrics import member_urls
 from etcd_users.settings import (
     DEFAULT_PREFIX,
-    MIX_OPERATIONS,
     OPTIONS,
-    PEM_MAX_BYTES,
-    REQUEST_OVERHEAD_BYTES,
-    TXN_OP_OVERHEAD_BYTES,
     Credentials,
     Endpoint,
     Gate,
@@ -27,10 +23,13 @@ from etcd_users.settings import (
     parse_endpoints,
     parse_gate,
     parse_gates,
-    parse_mix,
     parse_prefix,
     settings_from_options,
 )
+from etcd_users.settings.connection import PEM_MAX_BYTES
+from etcd_users.settings.etcd import TXN_OP_OVERHEAD_BYTES
+from etcd_users.settings.kubernetes import REQUEST_OVERHEAD_BYTES
+from etcd_users.settings.workload import MIX_OPERATIONS, parse_mix
 
 HTTPS = "https://10.0.0.1:2379"
 LONG = "x" * 20000  # a pasted file, a runaway variable: never echoed whole
@@ -109,7 +108,8 @@ def test_the_defaults_are_valid_settings():
     assert (settings.txn_ops, settings.rw_ratio, settings.watch_streams, settings.watchers_per_stream) == (1, 1.0, 1, 1)
     assert settings.mix == (("put", 45.0), ("range", 30.0), ("delete", 25.0))
     assert settings.credentials == Credentials()
-    assert (settings.metrics_urls, settings.metrics_interval, settings.skip_preflight, settings.sla) == (
+    monitoring = settings.monitoring
+    assert (monitoring.metrics_urls, monitoring.metrics_interval, monitoring.skip_preflight, settings.gates.sla) == (
         (),
         5.0,
         False,
@@ -147,8 +147,8 @@ def test_given_values_reach_the_settings(tls):
     assert (settings.txn_ops, settings.rw_ratio, settings.mix) == (1000, 0.0, (("range/serializable", 1.0),))
     pems = tuple((tls / name).read_bytes() for name in ("ca.pem", "client.pem", "client-key.pem"))
     assert settings.credentials == Credentials(*pems, user="bench", password="pass:word")  # split at the first ':'
-    assert settings.metrics_urls == ("http://10.0.0.1:2381/metrics", "http://10.0.0.2:2381/metrics")
-    assert [gate.label for gate in settings.sla] == ["put p99"]
+    assert settings.monitoring.metrics_urls == ("http://10.0.0.1:2381/metrics", "http://10.0.0.2:2381/metrics")
+    assert [gate.label for gate in settings.gates.sla] == ["put p99"]
 
 
 def bad(dest: str, value, message: str, **context):
@@ -171,7 +171,7 @@ BAD_OPTIONS = [
     bad("etcd_endpoints", "http://[::1", "--etcd-endpoints: 'http://[::1' is not a client URL"),
     bad("etcd_endpoints", "http://" + LONG, f"--etcd-endpoints: {shown('http://' + LONG)} is not a client URL"),
     bad("etcd_endpoints", "http://\udcff:1", "--etcd-endpoints: 'http://\\udcff:1' is not UTF-8 text"),
-    bad("etcd_local_members", 2, "--etcd-local-members: 2 is not 1 or 3"),
+    bad("etcd_local_members", 2, "--etcd-local-members: 2 is not one of: 1, 3"),
     bad("etcd_target", "follower", "--etcd-target: 'follower' is not one of: round-robin, leader"),
     bad("etcd_target", LONG, f"--etcd-target: {SHORT_LONG} is not one of: round-robin, leader"),
     bad("etcd_conns", 0, "--etcd-conns: 0 must be greater than zero"),
@@ -192,9 +192,9 @@ BAD_OPTIONS = [
         "'/locust-etcd' also covers other applications' keys such as '/locust-etcd-sentinel'; give '/locust-etcd/'"),
     bad("etcd_prefix", "/reg", "--etcd-prefix: '/reg' does not end in '/'"),  # would cover /registry/
     bad("etcd_prefix", NOT_UTF8, "--etcd-prefix: '/nb\\udcff/' is not UTF-8 text (the shell passed bytes that are "
-        "not); give a prefix such as '/locust-etcd/'"),
+        "not); give it in UTF-8"),
     bad("etcd_prefix", "/" + LONG, f"--etcd-prefix: {shown('/' + LONG)} does not end in '/'"),
-    bad("etcd_consistency", "x", "--etcd-consistency: 'x' is not 'l' or 's'"),
+    bad("etcd_consistency", "x", "--etcd-consistency: 'x' is not one of: l, s"),
     bad("etcd_timeout", 0.0, "--etcd-timeout: 0.0 must be greater than zero"),
     # "no etcd endpoint answered within nans"
     bad("etcd_timeout", math.nan, f"--etcd-timeout: nan {NOT_FINITE} 5.0"),
@@ -510,18 +510,24 @@ def test_an_endpoint_listed_twice_is_refused():
 
 
 def test_a_mix_keeps_its_order_and_weights():
-    assert parse_mix("put:45,range:30,delete:25") == (("put", 45.0), ("range", 30.0), ("delete", 25.0))
-    assert parse_mix(" put:1.5 ,, txn-put:0,range/linearizable:2") == (
+    assert parse_mix("--etcd-mix", "put:45,range:30,delete:25") == (("put", 45.0), ("range", 30.0), ("delete", 25.0))
+    assert parse_mix("--etcd-mix", " put:1.5 ,, txn-put:0,range/linearizable:2") == (
         ("put", 1.5),
         ("txn-put", 0.0),
         ("range/linearizable", 2.0),
     )
-    assert {name for name, _ in parse_mix(",".join(f"{name}:1" for name in MIX_OPERATIONS))} == set(MIX_OPERATIONS)
+    assert {name for name, _ in parse_mix("--etcd-mix", ",".join(f"{name}:1" for name in MIX_OPERATIONS))} == set(
+        MIX_OPERATIONS
+    )
+
+
+def mix(text: str):
+    return parse_mix("--etcd-mix", text)
 
 
 @pytest.mark.parametrize("item", ["scan:5", "put", "put:", "put:x", "put:-1", "PUT:5", "range/stale:1"])
 def test_a_mix_item_that_is_not_name_weight_is_named(item):
-    error = one_line_error(SettingsError, parse_mix, f"put:45,{item}")
+    error = one_line_error(SettingsError, mix, f"put:45,{item}")
     assert error == (
         f"--etcd-mix: {item!r} is not NAME:WEIGHT with a finite weight of zero or more and a name among "
         "put, range, range/linearizable, range/serializable, delete, txn-put"
@@ -531,19 +537,19 @@ def test_a_mix_item_that_is_not_name_weight_is_named(item):
 @pytest.mark.parametrize("weight", ["nan", "NaN", "inf", "-inf", "infinity", "1e999"])
 def test_a_mix_weight_that_is_not_finite_is_refused(weight):
     # nan passed "< 0" and made thousands of IndexErrors (bisect into nan) and no request
-    error = one_line_error(SettingsError, parse_mix, f"put:{weight},range:1")
+    error = one_line_error(SettingsError, mix, f"put:{weight},range:1")
     assert error.startswith(f"--etcd-mix: 'put:{weight}' is not NAME:WEIGHT with a finite weight"), error
 
 
 def test_mix_weights_that_add_up_to_infinity_are_refused():
-    error = one_line_error(SettingsError, parse_mix, "put:1e308,range:1e308")
+    error = one_line_error(SettingsError, mix, "put:1e308,range:1e308")
     assert error == "--etcd-mix: the weights add up to more than a number holds; give e.g. put:45,range:30"
 
 
 @pytest.mark.parametrize("text", ["", " , ", "put:0", "put:0,range:0"])
 def test_a_mix_needs_a_positive_weight(text):
-    error = one_line_error(SettingsError, parse_mix, text)
-    assert error == "--etcd-mix: give at least one operation with a positive weight, e.g. put:45,range:30"
+    error = one_line_error(SettingsError, mix, text)
+    assert error == "--etcd-mix: give at least one name with a positive weight, e.g. put:45,range:30"
 
 
 # -- --etcd-metrics-urls and --etcd-metrics-interval --

@@ -21,7 +21,7 @@ from support import REPO
 
 from etcd_users.shapes.base import PlannedShape, _validate_selected_shape
 from etcd_users.shapes.ladder import ConcurrencyLadderShape
-from etcd_users.shapes.options import DEFAULTS, ShapeSettings, ShapeSettingsError
+from etcd_users.shapes.options import ShapeSettings, ShapeSettingsError
 from etcd_users.shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
 from etcd_users.shapes.sine import SineWaveShape
 from etcd_users.shapes.step_spike import StepSpikeShape
@@ -31,7 +31,12 @@ DEFAULT_STEPS = [300, 500, 700, 900, 1100, 1300, 1500, 1700, 1900, 2000]
 
 def options(**overrides) -> argparse.Namespace:
     """Parsed options as Locust would hand them over: every --shape-* default, no rate, no CSV."""
-    values = {**DEFAULTS, "etcd_user_rate": 0.0, "csv_prefix": None, "class_picker": False}
+    values = {
+        **{option.dest: option.default for option in ShapeSettings.options()},
+        "etcd_user_rate": 0.0,
+        "csv_prefix": None,
+        "class_picker": False,
+    }
     unknown = set(overrides) - set(values)
     assert not unknown, f"not an option: {unknown}"
     values.update(overrides)
@@ -564,6 +569,7 @@ def run_python(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[
 
 def test_modules_import_and_register_options_once():
     code = """
+import etcd_users.users  # as a locustfile loads the tool: its options
 import etcd_users.shapes.step_spike, shapes.ladder, shapes.sine
 import etcd_users.shapes.options
 from locust.argument_parser import get_parser
@@ -591,6 +597,7 @@ def test_each_module_loads_by_path_from_elsewhere_with_one_shape(tmp_path):
     code = f"""
 from locust.util.load_locustfile import load_locustfile
 from locust.argument_parser import get_parser
+load_locustfile({str(REPO / "locustfile.py")!r})  # the tool's options come with its users
 for name in ("step_spike", "ladder", "sine", "capacity"):
     users, shapes = load_locustfile({str(REPO / "shapes")!r} + "/" + name + ".py")
     print(name, [type(shape).__name__ for shape in shapes])

@@ -1,0 +1,65 @@
+"""The settings of a run, one frozen dataclass per feature, each field declared once as its option
+(``etcd_users.settings.declare``): connection, workload, gates, monitoring, exporter and Kubernetes traffic. The
+shapes' live in ``etcd_users.shapes.options``.
+
+Pure: nothing of Locust, gRPC or the run, so the suite runner, the tests and the analysis can validate options
+without gevent's monkey patching. ``etcd_users.features`` registers the groups with Locust.
+"""
+
+from etcd_users.settings.connection import (
+    CLIENT_MAX_SEND_BYTES,
+    ConnectionSettings,
+    Credentials,
+    Endpoint,
+    parse_endpoints,
+)
+from etcd_users.settings.declare import OptionGroup, SettingsError, option
+from etcd_users.settings.etcd import EtcdSettings, settings_from_options
+from etcd_users.settings.exporter import ExporterSettings
+from etcd_users.settings.gates import (
+    LATENCY_UNITS,
+    OPERATORS,
+    Gate,
+    GateSettings,
+    SlaError,
+    parse_gate,
+    parse_gates,
+    parse_junit_path,
+)
+from etcd_users.settings.kubernetes import KubeSettings
+from etcd_users.settings.monitoring import MonitoringSettings
+from etcd_users.settings.workload import DEFAULT_PREFIX, WorkloadSettings, parse_prefix
+
+# the --etcd-* groups in the order Locust's help and web UI show them: where the load goes and what it is judged by
+# first
+GROUPS = (ConnectionSettings, GateSettings, WorkloadSettings, MonitoringSettings, ExporterSettings, KubeSettings)
+OPTIONS = tuple(declared for group in GROUPS for declared in group.options())
+
+__all__ = [
+    "CLIENT_MAX_SEND_BYTES",
+    "DEFAULT_PREFIX",
+    "GROUPS",
+    "OPTIONS",
+    "ConnectionSettings",
+    "ExporterSettings",
+    "GateSettings",
+    "MonitoringSettings",
+    "WorkloadSettings",
+    "parse_junit_path",
+    "LATENCY_UNITS",
+    "OPERATORS",
+    "Credentials",
+    "Endpoint",
+    "EtcdSettings",
+    "Gate",
+    "KubeSettings",
+    "OptionGroup",
+    "SettingsError",
+    "SlaError",
+    "option",
+    "parse_endpoints",
+    "parse_gate",
+    "parse_gates",
+    "parse_prefix",
+    "settings_from_options",
+]

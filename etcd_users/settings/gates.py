@@ -1,0 +1,170 @@
+"""Gates: the thresholds a run is judged by (``--etcd-sla``) and where the verdicts go for CI (``--etcd-junit``).
+
+The grammar of a gate is here; ``etcd_users.reporting.sla`` judges them.
+"""
+
+import math
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
+from etcd_users.files import AGGREGATED
+from etcd_users.settings.declare import OptionGroup, SettingsError, option
+
+LATENCY_UNITS = {"us": 1.0, "µs": 1.0, "ms": 1000.0, "s": 1_000_000.0}  # to microseconds
+
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+_GATE = re.compile(
+    r"""^\s*(?:(?P<name>.*\S)\s*:)?\s*
+        (?P<metric>[A-Za-z][A-Za-z0-9.]*)\s*
+        (?P<op><=|>=|<|>)\s*
+        (?P<value>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*
+        (?P<unit>[A-Za-zµ%/]+)?\s*$""",
+    re.VERBOSE,
+)
+
+_GATE_EXAMPLE = "put:p99<15ms, p99.9<=10ms, errors<0.1% or qps>1000"
+
+
+class SlaError(SettingsError):
+    """A gate that cannot be read, told in one line."""
+
+
+class Gate(NamedTuple):
+    """One threshold. ``name`` None: all requests. ``percentile`` for pNN gates; ``threshold`` in ``unit``."""
+
+    text: str
+    name: str | None
+    metric: str  # "percentile", "mean", "max", "errors", "qps"
+    percentile: float | None
+    op: str
+    threshold: float
+    unit: str  # a latency unit, "%" or "" (errors as a count, qps)
+
+    @property
+    def label(self) -> str:
+        metric = f"p{self.percentile:g}" if self.metric == "percentile" else self.metric
+        return f"{self.name or AGGREGATED} {metric}"
+
+    @property
+    def limit(self) -> str:
+        return f"{self.op} {self.threshold:g}{self.unit}"
+
+
+def _gate_error(gate: str, why: str) -> SlaError:
+    return SlaError(f"--etcd-sla: {shown(gate)} {why}: expected NAME:METRIC<VALUE such as {_GATE_EXAMPLE}")
+
+
+def _gate_percentile(gate: str, digits: str) -> float:
+    # p999 and p9999 are the usual shorthand for 99.9 and 99.99
+    if "." not in digits and len(digits) > 2 and digits.startswith("99"):
+        digits = f"99.{digits[2:]}"
+    try:
+        value = float(digits)
+    except ValueError:
+        raise _gate_error(gate, "has an unknown metric") from None
+    if not 0 < value <= 100:
+        raise _gate_error(gate, f"asks for percentile {digits if len(digits) < 20 else shown(digits)}, outside 0-100")
+    return value
+
+
+def parse_gate(text: str) -> Gate:
+    """One gate such as ``put:p99<15ms``; SlaError names the gate and the expected form."""
+    gate = text.strip()
+    match = _GATE.match(gate)
+    if match is None:
+        raise _gate_error(gate, "is not a gate")
+    name = match["name"]
+    name = None if name is None or name.strip() in ("", "*") else name.strip()
+    metric_text, op, unit = match["metric"].lower(), match["op"], (match["unit"] or "").lower()
+    threshold = float(match["value"])
+    if not math.isfinite(threshold):  # 400 digits make inf, which every comparison gets wrong
+        raise _gate_error(gate, f"has a threshold of {len(match['value'])} digits, beyond any number")
+    if metric_text.startswith("p") and metric_text[1:2].isdigit():
+        metric, percentile = "percentile", _gate_percentile(gate, metric_text[1:])
+    elif metric_text in ("mean", "avg", "max"):
+        metric, percentile = ("max" if metric_text == "max" else "mean"), None
+    elif metric_text in ("errors", "qps"):
+        metric, percentile = metric_text, None
+    else:
+        raise _gate_error(gate, f"has an unknown metric {shown(match['metric'])} (pNN, mean, max, errors or qps)")
+    if metric in ("percentile", "mean", "max"):
+        if unit not in LATENCY_UNITS:
+            why = "has no unit" if not unit else f"has the unit {shown(unit)}"
+            raise _gate_error(gate, f"{why} (latencies take us, ms or s)")
+    elif metric == "errors":
+        if unit not in ("", "%"):
+            raise _gate_error(gate, f"has the unit {shown(unit)} (errors take % for a share, none for a count)")
+        if unit == "%" and threshold > 100:
+            raise _gate_error(gate, "asks for more than 100% of errors")
+    elif unit not in ("", "/s"):
+        raise _gate_error(gate, f"has the unit {shown(unit)} (qps takes none: requests per second)")
+    else:
+        unit = ""
+    return Gate(gate, name, metric, percentile, op, threshold, unit)
+
+
+def parse_gates(text: str) -> tuple[Gate, ...]:
+    """``--etcd-sla``: comma-separated gates; empty text, no gates."""
+    return tuple(parse_gate(part) for part in text.split(",") if part.strip())
+
+
+NAME_MAX_BYTES = 255  # the longest file name Linux file systems take
+
+
+def parse_junit_path(path: str) -> str:
+    """A file path for the JUnit report; whether its directory is writable is checked on the master at start-up
+    (``reporting.junit.check_path``), not here: a worker's file system is not the master's."""
+    if not path:
+        return path
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if path.endswith("/") or name in ("", ".", ".."):
+        raise SettingsError(
+            f"--etcd-junit: {shown(path, SHOWN_PATH_CHARACTERS)} names a directory; give a file path such as "
+            "reports/junit.xml"
+        )
+    if any(len(part.encode(errors="surrogateescape")) > NAME_MAX_BYTES for part in path.split("/")):
+        raise SettingsError(
+            f"--etcd-junit: {shown(path, SHOWN_PATH_CHARACTERS)} has a name longer than {NAME_MAX_BYTES} bytes, which "
+            "no file system takes; give a file path such as reports/junit.xml"
+        )
+    return path
+
+
+def _gates(_flag: str, text: str) -> tuple[Gate, ...]:
+    return parse_gates(text)
+
+
+def _junit(_flag: str, path: str) -> str:
+    return parse_junit_path(path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateSettings(OptionGroup):
+    TITLE = "etcd gates"
+    DESCRIPTION = "Thresholds the run is judged by, and their report for CI"
+
+    sla: tuple[Gate, ...] = option(
+        "--etcd-sla",
+        "",
+        "Gates checked when the run ends, as [NAME:]METRIC<VALUE,… e.g. put:p99<15ms,range/serializable:p99.9<10ms,"
+        "errors<0.1%,qps>1000 (no NAME: all requests); each is printed with PASS or FAIL, and a failed gate "
+        "makes the exit code 3.",
+        parse=_gates,
+    )
+    junit: str = option(
+        "--etcd-junit",
+        "",
+        "Write the SLA gates (and a shape's per-level verdicts) as a JUnit XML report to this file when the run ends, "
+        "for CI test reports; the file is written whether gates fail or not. Empty: none.",
+        parse=_junit,
+    )

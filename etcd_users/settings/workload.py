@@ -1,0 +1,151 @@
+"""Workload and keys: what each request writes or reads, and how fast each user sends (``--etcd-*``).
+
+Names mirror etcd's own ``benchmark`` tool (``--key-size --val-size --key-space-size --sequential-keys
+--consistency``) under ``--etcd-``.
+"""
+
+import math
+from dataclasses import dataclass
+
+from etcd_users.arguments import shown
+from etcd_users.settings.declare import (
+    OptionGroup,
+    SettingsError,
+    option,
+    parse_weights,
+    positive,
+    switch,
+    zero_or_more,
+)
+
+DEFAULT_PREFIX = "/locust-etcd/"
+CONSISTENCIES = ("l", "s")
+MIX_OPERATIONS = ("put", "range", "range/linearizable", "range/serializable", "delete", "txn-put")
+
+
+def parse_prefix(text: str, flag: str = "--etcd-prefix") -> bytes:
+    """A key prefix that is a directory: UTF-8 text that ends in '/' and is more than slashes.
+
+    etcd's prefix range of ``/locust-etcd`` is every key that starts with those characters, ``/locust-etcd-sentinel``
+    and ``/locust-etcd0`` of another application too; the check of the prefix, the clean-up and a role's permission
+    all cover that range. Ending in '/' confines them to the tool's own keys.
+    """
+    try:
+        prefix = text.encode()
+    except UnicodeEncodeError:
+        raise SettingsError(
+            f"{flag}: {shown(text)} is not UTF-8 text (the shell passed bytes that are not); give a prefix such as "
+            f"{DEFAULT_PREFIX!r}"
+        ) from None
+    if prefix.strip(b"/") == b"":
+        raise SettingsError(
+            f"{flag}: {shown(text)} would cover the whole key space; give a prefix such as {DEFAULT_PREFIX!r}"
+        )
+    if not prefix.endswith(b"/"):
+        raise SettingsError(
+            f"{flag}: {shown(text)} does not end in '/', and etcd's prefix range of {shown(text)} also covers "
+            f"other applications' keys such as {shown(text + '-sentinel')}; give {shown(text + '/')}"
+        )
+    return prefix
+
+
+def _prefix(flag: str, text: str) -> bytes:
+    return parse_prefix(text, flag)
+
+
+def _user_rate(flag: str, value: float) -> float:
+    zero_or_more(flag, value)
+    if value > 0 and not math.isfinite(1.0 / value):
+        raise SettingsError(f"{flag}: {value!r} puts a request due only after forever; give e.g. 10.0")
+    return value
+
+
+def parse_mix(flag: str, text: str) -> tuple[tuple[str, float], ...]:
+    """``put:45,range:30,delete:25`` into ((name, weight), …)."""
+    return parse_weights(flag, text, MIX_OPERATIONS, "put:45,range:30")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadSettings(OptionGroup):
+    TITLE = "etcd workload"
+    DESCRIPTION = "Keys, values and the pace of the etcd users"
+
+    key_size: int = option("--etcd-key-size", 256, "Key size in bytes, prefix included.")
+    val_size: int = option("--etcd-val-size", 1024, "Value size in bytes.", parse=zero_or_more)
+    key_space_size: int = option(
+        "--etcd-key-space-size", 10000, "Number of distinct keys written and read.", parse=positive
+    )
+    sequential_keys: bool = option(
+        "--etcd-sequential-keys", False, "Walk the key space in order instead of picking keys at random.", parse=switch
+    )
+    prefix: bytes = option(
+        "--etcd-prefix",
+        DEFAULT_PREFIX,
+        "Every key starts with this prefix, a directory that ends in '/'; the tool never writes outside it.",
+        parse=_prefix,
+    )
+    allow_existing: bool = option(
+        "--etcd-allow-existing",
+        False,
+        "Run even if keys already exist under the prefix (by default a non-empty prefix is refused, as etcdctl check "
+        "perf does).",
+        parse=switch,
+    )
+    cleanup: bool = option(
+        "--etcd-cleanup", False, "Delete every key under the prefix (and only there) when the run ends.", parse=switch
+    )
+    consistency: str = option(
+        "--etcd-consistency",
+        "l",
+        "Consistency of EtcdRangeUser's reads: 'l' linearizable or 's' serializable.",
+        choices=CONSISTENCIES,
+    )
+    user_rate: float = option(
+        "--etcd-user-rate",
+        0.0,
+        "Requests per second of each user on an intended schedule (0: closed loop, back to back). "
+        "Late responses do not delay the schedule; latency from the intended send time is recorded too.",
+        parse=_user_rate,
+    )
+    txn_ops: int = option(
+        "--etcd-txn-ops", 1, "Operations in each transaction of the txn-put and txn-mixed workloads.", parse=positive
+    )
+    rw_ratio: float = option(
+        "--etcd-rw-ratio",
+        1.0,
+        "Reads per write in the txn-mixed workload (1.0: as many read transactions as write transactions).",
+        parse=zero_or_more,
+    )
+    watch_streams: int = option(
+        "--etcd-watch-streams", 1, "Watch streams opened by each EtcdWatchUser.", parse=positive
+    )
+    watchers_per_stream: int = option(
+        "--etcd-watchers-per-stream", 1, "Watchers on the user's key in each watch stream.", parse=positive
+    )
+    mix: tuple[tuple[str, float], ...] = option(
+        "--etcd-mix",
+        "put:45,range:30,delete:25",
+        "Operation weights of EtcdMixedUser as NAME:WEIGHT,… with names put, range, range/linearizable, "
+        "range/serializable, delete, txn-put.",
+        parse=parse_mix,
+    )
+
+    @property
+    def key_width(self) -> int:
+        """Digits of the key counter: what the key size leaves after the prefix."""
+        return self.key_size - len(self.prefix)
+
+    def check_keys(self) -> None:
+        """The key counter fits beside the prefix, and a transaction finds as many distinct keys as it puts."""
+        counter_digits = len(str(self.key_space_size - 1))
+        if self.key_size < len(self.prefix) + counter_digits:
+            raise SettingsError(
+                f"--etcd-key-size: {shown(self.key_size)} is too small for the prefix {shown(self.prefix.decode())} "
+                f"({len(self.prefix)} bytes) plus a {counter_digits}-digit key counter; use at least "
+                f"{len(self.prefix) + counter_digits} or a shorter --etcd-prefix"
+            )
+        if self.txn_ops > self.key_space_size:
+            raise SettingsError(
+                f"--etcd-txn-ops: {shown(self.txn_ops)} puts need as many distinct keys, but --etcd-key-space-size is "
+                f"{self.key_space_size}"
+            )
