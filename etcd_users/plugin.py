@@ -20,9 +20,9 @@ import greenlet
 
 from etcd_users import compaction, session
 from etcd_users.arguments import add_option_group
-from etcd_users.cluster import ClusterError
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.local import ClusterError
 from etcd_users.reporting import (
     breach,
     end_of_run,
