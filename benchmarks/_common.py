@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import gevent
 
-from etcd_users.cluster import ClusterError, LocalCluster, find_etcd_binary
+from etcd_users.local import ClusterError, LocalCluster, find_etcd_binary
 from etcd_users.settings import OPTIONS
 
 REPO = Path(__file__).resolve().parent.parent

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from etcd_users.cluster import ClusterError, LocalCluster
+from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.reporting import exposition, server_metrics
 
 ROUNDS = 5

@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from etcd_users.cluster import LocalCluster
 from etcd_users.files import SERVICE, SUFFIXES
+from etcd_users.local import LocalCluster
 
 REPO = Path(__file__).resolve().parent.parent
 

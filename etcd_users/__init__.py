@@ -2,7 +2,7 @@
 
 ``from etcd_users import EtcdUser`` loads the users, which install the ``--etcd-*`` options and the run's life cycle
 (``etcd_users.plugin``) into Locust. The package itself imports only grpc, and that only under gevent's monkey
-patching (``transport.native``), so ``python -m etcd_users.cluster``, the suite runner and the analysis can use its
+patching (``transport.native``), so ``python -m etcd_users.local``, the suite runner and the analysis can use its
 pure parts without Locust.
 
 Where to look: a request is timed in ``transport/bridge.py`` (``Bridge._start_unary``, ``_on_unary_done``); an

@@ -9,7 +9,7 @@ are reused by etcd's bbolt: the db stays near (S to 2S of history) + the live ke
 
 Only the master (or the single process) compacts, never a worker, in a greenlet of its own: no user waits on it, and
 a compaction that fails is a warning (one per kind), never the end of the run. Compaction is cluster-wide, so it is off
-by default; the local etcd compacts itself (``etcd_users.cluster.AUTO_COMPACTION_RETENTION``).
+by default; the local etcd compacts itself (``etcd_users.local.space.AUTO_COMPACTION_RETENTION``).
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)

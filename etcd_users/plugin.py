@@ -20,10 +20,10 @@ import gevent
 import greenlet
 
 from etcd_users import session
-from etcd_users.cluster import ClusterError
 from etcd_users.features import add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.local import ClusterError
 from etcd_users.reporting import (
     breach,
     end_of_run,

@@ -16,8 +16,8 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.arguments import shown
-from etcd_users.cluster import LocalCluster
 from etcd_users.keys import prefix_range_end
+from etcd_users.local import LocalCluster
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail
@@ -54,7 +54,7 @@ class TargetCluster:
             "s" * (members > 1),
             ", pprof on" if enable_pprof else "",
             ",".join(cluster.endpoints),
-            cluster.describe_space(),  # quota and auto-compaction (etcd_users.cluster)
+            cluster.describe_space(),  # quota and auto-compaction (etcd_users.local.space)
         )
         return cluster
 

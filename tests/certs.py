@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from etcd_users.cluster import ClusterTLS
+from etcd_users.local import ClusterTLS
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ def assert_no_traceback(output: str) -> None:
 
 
 def stderr_lines(text: str) -> list[str]:
-    """The lines of a ``python -m etcd_users.cluster`` stderr that are the tool's own.
+    """The lines of a ``python -m etcd_users.local`` stderr that are the tool's own.
 
-    The package __init__ may have imported etcd_users.cluster before runpy runs it as ``-m etcd_users.cluster``, which
-    makes runpy warn that the module was already imported; that warning is not ours to assert on.
+    A package __init__ may have imported the command's module before runpy runs it as ``-m``, which makes runpy warn
+    that the module was already imported; that warning is not ours to assert on.
     """
     return [line for line in text.splitlines() if line.strip() and not line.startswith("<frozen runpy>")]
 

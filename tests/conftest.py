@@ -33,7 +33,7 @@ def _import_grpc_without_fork_support() -> None:
 
 _import_grpc_without_fork_support()  # before any test module imports grpc
 
-from etcd_users.cluster import ClusterError, LocalCluster  # noqa: E402
+from etcd_users.local import ClusterError, LocalCluster  # noqa: E402
 
 
 @contextmanager

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from etcd_users.cluster import ClusterError
 from etcd_users.files import SUITE_JSON
+from etcd_users.local import ClusterError
 from etcd_users.suite.execute import Signals, SuiteRunner, clock
 from etcd_users.suite.loader import load_suite, read_document
 from etcd_users.suite.plan import combinations, grid, locust_command, plan

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from etcd_users.cluster import ClusterError, LocalCluster, find_etcd_binary
 from etcd_users.files import (
     AGGREGATED,
     RUN_DONE,
@@ -30,6 +29,7 @@ from etcd_users.files import (
     SUITE_RUNNING,
     SUITE_SCHEMA_VERSION,
 )
+from etcd_users.local import ClusterError, LocalCluster, find_etcd_binary
 from etcd_users.settings import OPTIONS
 from etcd_users.suite.plan import PlannedRun, combinations, fingerprint, grid, locust_command, plan
 from etcd_users.suite.schema import OPTIONS_BY_NAME, RESERVED_OPTIONS, Suite

@@ -1,4 +1,4 @@
-"""The local etcd launcher (etcd_users.cluster) against real etcd processes, and the members' /metrics. Finding the
+"""The local etcd launcher (etcd_users.local) against real etcd processes, and the members' /metrics. Finding the
 binary and the Prometheus text parser are ``tests/unit/test_cluster.py``."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import pytest
 from checks import stderr_lines
 from support import REPO, member_counter
 
-from etcd_users import cluster as cluster_module
-from etcd_users.cluster import ClusterError, LocalCluster
+from etcd_users.local import ClusterError, LocalCluster
+from etcd_users.local import cluster as cluster_module
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 pytestmark = pytest.mark.e2e
@@ -112,7 +112,7 @@ def test_a_raced_port_is_retried_with_new_ports(monkeypatch):
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         busy_port = squatter.getsockname()[1]
-        real_free_ports = cluster_module._free_ports
+        real_free_ports = cluster_module.free_ports
         calls = []
 
         def first_call_hands_out_a_busy_port(count: int) -> list[int]:
@@ -120,7 +120,7 @@ def test_a_raced_port_is_retried_with_new_ports(monkeypatch):
             ports = real_free_ports(count)
             return [busy_port, *ports[1:]] if len(calls) == 1 else ports
 
-        monkeypatch.setattr(cluster_module, "_free_ports", first_call_hands_out_a_busy_port)
+        monkeypatch.setattr(cluster_module, "free_ports", first_call_hands_out_a_busy_port)
         with LocalCluster(1) as cluster:
             assert len(calls) == 2
             assert not cluster.endpoints[0].endswith(f":{busy_port}")
@@ -191,7 +191,7 @@ def test_failover_restart_pause_and_clean_stop():
     assert not any(is_etcd_process(pid) for pid in pids)
 
 
-# -- python -m etcd_users.cluster --------------------------------------------------------------------------
+# -- python -m etcd_users.local ----------------------------------------------------------------------------
 
 
 @contextmanager
@@ -200,14 +200,14 @@ def standalone_cluster(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.
     stdout_path, stderr_path = tmp_path / "stdout", tmp_path / "stderr"
     with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "etcd_users.cluster", *args], cwd=REPO, stdout=stdout, stderr=stderr
+            [sys.executable, "-m", "etcd_users.local", *args], cwd=REPO, stdout=stdout, stderr=stderr
         )
     try:
         deadline = time.monotonic() + 40
-        while not (match := re.search(r"^ETCD_ENDPOINTS=(\S+)$", stdout_path.read_text(), re.MULTILINE)):
+        while not (match := re.search(r"^LOCUST_ETCD_ENDPOINTS=(\S+)$", stdout_path.read_text(), re.MULTILINE)):
             output = f"stdout: {stdout_path.read_text()}\nstderr: {stderr_path.read_text()}"
             assert process.poll() is None, f"exited early with {process.returncode}\n{output}"
-            assert time.monotonic() < deadline, f"no ETCD_ENDPOINTS line\n{output}"
+            assert time.monotonic() < deadline, f"no LOCUST_ETCD_ENDPOINTS line\n{output}"
             time.sleep(0.1)
         yield process, match.group(1).split(",")
     finally:

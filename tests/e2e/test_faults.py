@@ -13,7 +13,7 @@ import pytest
 from checks import assert_no_traceback, failure_labels, history, stats_rows
 from support import LocustProcess, headless_args, member_counter, running, start_locust
 
-from etcd_users.cluster import LocalCluster
+from etcd_users.local import LocalCluster
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -10,7 +10,7 @@ from certs import etcd_client
 from checks import assert_no_traceback, refusal_line, stats_rows
 from support import HEADLESS, headless_args, read_csv_rows, run_locust
 
-from etcd_users.cluster import LocalCluster
+from etcd_users.local import LocalCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives import serialization
 from etcd3.etcdrpc import auth_pb2, rpc_pb2
 from support import HEADLESS, REPO, headless_args, member_counter, run_locust
 
-from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.keys import prefix_range_end
+from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -272,7 +272,7 @@ def test_the_cluster_command_line_starts_tls_members_with_a_limited_user(certs, 
     stdout_path = tmp_path / "stdout"
     with open(stdout_path, "w") as stdout:
         process = subprocess.Popen(
-            [sys.executable, "-m", "etcd_users.cluster", *tls_args, *auth_args],
+            [sys.executable, "-m", "etcd_users.local", *tls_args, *auth_args],
             cwd=REPO,
             stdout=stdout,
             stderr=subprocess.DEVNULL,

@@ -13,7 +13,7 @@ import gevent
 import pytest
 from support import free_port, headless_args, read_csv_rows, run_locust
 
-from etcd_users.cluster import LocalCluster
+from etcd_users.local import LocalCluster
 from etcd_users.reporting.preflight import BURST_PUTS, format_bytes
 from etcd_users.reporting.server_metrics import COLUMNS, CSV_SUFFIX, MetricsPoller, Scrape, Scraper
 

@@ -2,7 +2,7 @@
 120 puts/s of 4 KB values over 100 keys for 20 s, whose values alone outweigh the quota. Without compaction the db
 passes 80 % (one warning with the pace), fills (one NOSPACE alarm at ERROR with the commands that recover) and the run
 goes on counting the refused writes; with the local etcd's own compaction, or with ``--etcd-compact-interval 1`` on
-the master, it stays far below. And ``python -m etcd_users.cluster`` with a quota and a compaction of its own. The pure
+the master, it stays far below. And ``python -m etcd_users.local`` with a quota and a compaction of its own. The pure
 parts are ``tests/unit/test_space.py``."""
 
 import base64
@@ -21,7 +21,7 @@ import pytest
 from checks import assert_no_traceback, failure_labels, history, stats_rows
 from support import HEADLESS, REPO, free_port, headless_args, member_counter, read_csv_rows, run_locust
 
-from etcd_users.cluster import LocalCluster
+from etcd_users.local import LocalCluster
 from etcd_users.reporting.exposition import metric_sum, parse_metrics
 from etcd_users.reporting.server_metrics import CSV_SUFFIX, DB_SIZE
 from etcd_users.reporting.server_metrics import QUOTA as QUOTA_METRIC
@@ -176,7 +176,7 @@ def test_the_command_line_sets_the_quota_and_the_compaction(tmp_path):
     args = ["--quota-backend-bytes", str(QUOTA), "--auto-compaction-retention", "1s"]
     with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "etcd_users.cluster", *args], cwd=REPO, stdout=stdout, stderr=stderr
+            [sys.executable, "-m", "etcd_users.local", *args], cwd=REPO, stdout=stdout, stderr=stderr
         )
     try:
         deadline = time.monotonic() + 40

@@ -7,7 +7,7 @@ import pytest
 from checks import stats_rows
 from support import HEADLESS, headless_args, member_counter, run_locust
 
-from etcd_users.cluster import LocalCluster
+from etcd_users.local import LocalCluster
 
 pytestmark = pytest.mark.e2e
 

@@ -19,8 +19,8 @@ from certs import make_certs
 from support import REPO, LocustProcess, free_port, start_locust
 
 from etcd_users import settings as etcd_options
-from etcd_users.cluster import ClusterError, LocalCluster
 from etcd_users.files import LATENCY_SUMMARY_COLUMNS as SUMMARY_COLUMNS
+from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.reporting.webui import SECRET_PLACEHOLDER, SLA_HINT
 from etcd_users.shapes import options as shape_options
 

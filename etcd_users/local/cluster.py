@@ -1,0 +1,296 @@
+"""LocalCluster: a throwaway etcd of 1 or 3 members on 127.0.0.1, started, controlled and removed as one."""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from etcd_users.local.auth import check_user, enable_auth
+from etcd_users.local.binary import find_etcd_binary
+from etcd_users.local.errors import ClusterError
+from etcd_users.local.member import Member
+from etcd_users.local.ports import PORTS_FILE, free_ports, load_ports, save_ports
+from etcd_users.local.probes import is_leader
+from etcd_users.local.space import AUTO_COMPACTION_RETENTION, describe_space, fitting_quota, space_args
+from etcd_users.local.supervision import PortTaken, spawn, terminate, terminate_leader_last, wait_healthy
+from etcd_users.local.tls import ClusterTLS
+
+
+class LocalCluster:
+    """A local etcd cluster of 1 or 3 members; each member gets its own ports, data dir and log file.
+
+    Children are tied to the thread that starts them (PR_SET_PDEATHSIG): start the cluster from a
+    thread that lives as long as the cluster, normally the main thread.
+    """
+
+    def __init__(
+        self,
+        members: int = 1,
+        *,
+        extra_args: Sequence[str] = (),
+        data_dir: str | None = None,
+        name: str = "locust-etcd",
+        tls: ClusterTLS | None = None,
+        quota_bytes: int | None = None,
+        auto_compaction_retention: str | None = AUTO_COMPACTION_RETENTION,
+        enable_pprof: bool = False,
+    ) -> None:
+        """``quota_bytes``: each member's ``--quota-backend-bytes`` (None: ``QUOTA_BYTES``, bounded by the data dir's
+        free disk); ``auto_compaction_retention``: periodic auto-compaction (``5s``, ``1m``; None or ``0``: none, etcd's
+        own default). Either flag given in ``extra_args`` wins. ``enable_pprof``: each member serves Go's
+        /debug/pprof on its client URL (``--enable-pprof``)."""
+        if members not in (1, 3):
+            raise ValueError(f"members must be 1 or 3, not {members!r}")
+        if quota_bytes is not None and quota_bytes <= 0:
+            raise ValueError(f"quota_bytes must be above zero, not {quota_bytes!r}")
+        self.size = members
+        self.name = name
+        self.extra_args = list(extra_args)
+        self.tls = tls
+        self.enable_pprof = enable_pprof
+        self._quota_asked = quota_bytes
+        self.quota_bytes: int | None = quota_bytes  # what the members run with, once started
+        retention = (auto_compaction_retention or "").strip()
+        self.auto_compaction_retention: str | None = None if retention in ("", "0") else retention
+        # per member: client and peer port, and with TLS a plain metrics port
+        self._ports_per_member = 2 if tls is None else 3
+        self._user_data_dir = Path(data_dir).resolve() if data_dir else None
+        self._base_dir: Path | None = None
+        self._members: list[Member] = []
+        self._binary: str | None = None
+        self._token = f"{name}-{uuid.uuid4().hex[:12]}"
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 20.0) -> LocalCluster:
+        """Start every member and wait until all of them report healthy."""
+        if self._members:
+            raise ClusterError("cluster already started")
+        self._binary = find_etcd_binary()
+        deadline = time.monotonic() + timeout
+        atexit.register(self.stop)
+        try:
+            self._base_dir = self._prepare_base_dir()
+            self.quota_bytes = self._quota_asked or fitting_quota(shutil.disk_usage(self._base_dir).free)
+            reused_ports = self._load_ports()
+            self._launch_all(reused_ports or free_ports(self._ports_per_member * self.size))
+            try:
+                wait_healthy(self._members, range(self.size), deadline, timeout)
+            except PortTaken:
+                if reused_ports:
+                    raise ClusterError(
+                        f"ports {reused_ports} saved in {self._base_dir / PORTS_FILE} are now in use; "
+                        "stop whatever holds them or use another data dir"
+                    ) from None
+                # Another process grabbed a port between our probe and etcd's bind: retry once with new ports,
+                # from empty data dirs since members that did start recorded the old peer URLs.
+                terminate_leader_last(self._members)
+                for member in self._members:
+                    shutil.rmtree(member.data_dir, ignore_errors=True)
+                self._launch_all(free_ports(self._ports_per_member * self.size))
+                wait_healthy(self._members, range(self.size), deadline, timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every member (SIGTERM, then SIGKILL after a grace period) and remove temporary data."""
+        atexit.unregister(self.stop)
+        terminate_leader_last(self._members)
+        self._members = []
+        if self._base_dir is not None and self._user_data_dir is None:
+            shutil.rmtree(self._base_dir, ignore_errors=True)
+        self._base_dir = None
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- addresses -------------------------------------------------------------------------------------
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Client URLs, e.g. `http://127.0.0.1:23791`."""
+        return [member.client_url for member in self._started_members()]
+
+    @property
+    def metrics_urls(self) -> list[str]:
+        """Each member's /metrics URL: on the client port, or with TLS on a plain port of its own."""
+        return [f"{member.metrics_base_url}/metrics" for member in self._started_members()]
+
+    @property
+    def data_dir(self) -> Path:
+        """Directory holding the member data dirs and logs."""
+        if self._base_dir is None:
+            raise ClusterError("cluster not started")
+        return self._base_dir
+
+    def describe_space(self) -> str:
+        """The members' quota and compaction in a few words, as the launchers log them."""
+        return describe_space(self.extra_args, self.quota_bytes, self.auto_compaction_retention)
+
+    @property
+    def pids(self) -> list[int | None]:
+        """Process id of each running member, None for members that are not running."""
+        return [member.process.pid if member.is_running() else None for member in self._started_members()]
+
+    def log_path(self, index: int) -> Path:
+        """The log file of member `index` (stdout and stderr of etcd)."""
+        return self._member(index).log_path
+
+    # -- member control for fault tests ----------------------------------------------------------------
+
+    def kill_member(self, index: int) -> None:
+        """SIGKILL member `index` and reap it."""
+        member = self._member(index)
+        if member.is_running():
+            member.process.kill()
+            member.process.wait()
+        member.paused = False
+
+    def stop_member(self, index: int) -> None:
+        """SIGTERM member `index` and wait for it to exit (SIGKILL after a grace period)."""
+        terminate([self._member(index)])
+
+    def start_member(self, index: int, timeout: float = 20.0) -> None:
+        """Restart a stopped member with its previous data dir and ports, and wait until it is healthy."""
+        member = self._member(index)
+        if member.is_running():
+            raise ClusterError(f"member {index} is already running")
+        self._launch(member)
+        wait_healthy(self._members, [index], time.monotonic() + timeout, timeout)
+
+    def pause_member(self, index: int) -> None:
+        """Freeze member `index` (SIGSTOP): it keeps its sockets open but stops answering."""
+        member = self._running_member(index)
+        member.process.send_signal(signal.SIGSTOP)
+        member.paused = True
+
+    def resume_member(self, index: int) -> None:
+        """Unfreeze a paused member (SIGCONT)."""
+        member = self._running_member(index)
+        member.process.send_signal(signal.SIGCONT)
+        member.paused = False
+
+    def leader_index(self, timeout: float = 10.0) -> int:
+        """Index of the member whose /metrics shows `etcd_server_is_leader 1`, once exactly one does."""
+        deadline = time.monotonic() + timeout
+        while True:
+            leaders = [
+                index
+                for index, member in enumerate(self._started_members())
+                if member.is_running() and not member.paused and is_leader(member)
+            ]
+            if len(leaders) == 1:
+                return leaders[0]
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"no single leader after {timeout:g}s (members reporting leader: {leaders})")
+            time.sleep(0.1)
+
+    # -- authentication --------------------------------------------------------------------------------
+
+    def enable_auth(
+        self,
+        root_password: str,
+        user: str | None = None,
+        password: str | None = None,
+        prefix: str | bytes | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        """Create ``root`` (role root) and optionally ``user``, then turn authentication on.
+
+        ``user`` gets a role of the same name that may read and write only the keys under ``prefix``
+        ([prefix, prefix end), what ``etcdctl role grant-permission --prefix`` grants).
+        """
+        check_user(user, password, prefix)
+        member = next((m for m in self._started_members() if m.is_running() and not m.paused), None)
+        if member is None:
+            raise ClusterError("no running member to enable authentication on")
+        enable_auth(member.client_port, self.tls, root_password, user, password, prefix, timeout)
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _prepare_base_dir(self) -> Path:
+        if self._user_data_dir is None:
+            return Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
+        self._user_data_dir.mkdir(parents=True, exist_ok=True)
+        return self._user_data_dir
+
+    def _load_ports(self) -> list[int] | None:
+        # Only a kept data dir reuses its ports; a temporary one is new every time.
+        if self._user_data_dir is None:
+            return None
+        saved = load_ports(self._base_dir, self.size, self._ports_per_member, self._token)
+        if saved is None:
+            return None
+        ports, self._token = saved
+        return ports
+
+    def _save_ports(self) -> None:
+        if self._user_data_dir is None:
+            return
+        ports = [
+            port
+            for member in self._members
+            for port in (member.client_port, member.peer_port, member.metrics_port)
+            if port is not None
+        ]
+        save_ports(self._base_dir, self.size, ports, self._token)
+
+    def _launch_all(self, ports: list[int]) -> None:
+        stride = self._ports_per_member
+        self._members = [
+            Member(
+                name=f"{self.name}-{index}",
+                client_port=ports[stride * index],
+                peer_port=ports[stride * index + 1],
+                data_dir=self._base_dir / f"member{index}",
+                log_path=self._base_dir / f"member{index}.log",
+                scheme="http" if self.tls is None else "https",
+                metrics_port=None if self.tls is None else ports[stride * index + 2],
+            )
+            for index in range(self.size)
+        ]
+        self._save_ports()
+        for member in self._members:
+            self._launch(member)
+
+    def _launch(self, member: Member) -> None:
+        command = member.etcd_command(self._binary, self._members, self._token)
+        if self.tls is not None:
+            command += [*self.tls.server_args(), "--listen-metrics-urls", member.metrics_base_url]
+        command += self._space_args()
+        if self.enable_pprof and "--enable-pprof" not in self.extra_args:
+            command.append("--enable-pprof")
+        command += self.extra_args
+        spawn(member, command)
+
+    def _space_args(self) -> list[str]:
+        """The quota and auto-compaction flags, unless ``extra_args`` sets them itself."""
+        return space_args(self.extra_args, self.quota_bytes, self.auto_compaction_retention)
+
+    def _started_members(self) -> list[Member]:
+        if not self._members:
+            raise ClusterError("cluster not started")
+        return self._members
+
+    def _member(self, index: int) -> Member:
+        members = self._started_members()
+        if not 0 <= index < len(members):
+            raise IndexError(f"member index {index} out of range for a {len(members)}-member cluster")
+        return members[index]
+
+    def _running_member(self, index: int) -> Member:
+        member = self._member(index)
+        if not member.is_running():
+            raise ClusterError(f"member {index} is not running")
+        return member
