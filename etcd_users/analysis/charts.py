@@ -13,12 +13,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullFormatter
 
 from etcd_users.analysis.client import CLIENT
 from etcd_users.analysis.levels import FAIL, RunLevels, latency_unit_ms
@@ -31,6 +34,64 @@ from etcd_users.files import AGGREGATED
 _SVG_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
 COLORS = [f"C{i}" for i in range(10)]
 _PERCENTILE_STYLES = {"p50": ("P50", ":"), "p99": ("P99", "-"), "p999": ("P99.9", "--")}
+
+
+_LOG_STEPS = ((1, 2, 5), (1,), (1, 2, 3, 4, 5, 6, 7, 8, 9))
+"""Mantissas of the ticks of a log axis, in order of preference: 1-2-5, then decades alone for a wide range, then every
+digit for a range too narrow to hold two 1-2-5 ticks (and round linear steps for one narrower still)."""
+MAX_LOG_TICKS = 10
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """Ticks of a log axis from ``low`` to ``high`` (both included), at 1-2-5 steps (0.5, 1, 2, 5, 10, 20, ...):
+    decades alone (every few of them if need be) when 1-2-5 would crowd the axis, every digit when 1-2-5 leaves
+    fewer than two, round linear steps (12, 14, 16) when even that does. Each tick is the float its printed decimal
+    form reads as (0.2, not 2 * 0.1)."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= 0:
+        return []
+    low, high = (max(low, 1e-300), high) if low <= high else (max(high, 1e-300), low)
+    first, last = math.floor(math.log10(low)), math.floor(math.log10(high))
+
+    def within(mantissas: tuple[int, ...], every: int = 1) -> list[float]:
+        values = (float(f"{m}e{e}") for e in range(first, last + 1) if (e - first) % every == 0 for m in mantissas)
+        return [v for v in values if low * (1 - 1e-9) <= v <= high * (1 + 1e-9)]
+
+    ticks = within(_LOG_STEPS[0])
+    if len(ticks) > MAX_LOG_TICKS:
+        every = math.ceil((last - first + 1) / MAX_LOG_TICKS)
+        ticks = within(_LOG_STEPS[1], every)
+    elif len(ticks) < 2:
+        ticks = within(_LOG_STEPS[2])
+    if len(ticks) < 2:
+        linear = MaxNLocator(nbins=4, steps=[1, 2, 5, 10]).tick_values(low, high)
+        ticks = [float(f"{v:.12g}") for v in linear if v > 0 and low * (1 - 1e-9) <= v <= high * (1 + 1e-9)]
+    return sorted(set(ticks))
+
+
+def plain_number(value: float, _position: object = None) -> str:
+    """A tick label as a person writes it: 0.05, 0.5, 1, 20, 1000 (no exponent, no trailing .0)."""
+    if not math.isfinite(value):
+        return ""
+    return np.format_float_positional(float(f"{value:.12g}"), trim="-")
+
+
+class _LogTicks(Locator):
+    """``log_ticks`` over the axis's view."""
+
+    def __call__(self) -> list[float]:
+        low, high = self.axis.get_view_interval()
+        return self.tick_values(low, high)
+
+    def tick_values(self, vmin: float, vmax: float) -> list[float]:
+        return log_ticks(vmin, vmax)
+
+
+def log_ms_axis(axes) -> None:
+    """Put the y axis on a log scale labelled in plain milliseconds at 1-2-5 steps, minor ticks unlabelled."""
+    axes.set_yscale("log")
+    axes.yaxis.set_major_locator(_LogTicks())
+    axes.yaxis.set_major_formatter(FuncFormatter(plain_number))
+    axes.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _save(figure: Figure, stem: Path) -> list[Path]:
@@ -345,7 +406,7 @@ def level_chart(runs: list[RunLevels], stem: Path) -> list[Path]:
     latency_axes.set_title("latency per level, from the moment its users were all running to its end")
     latency_axes.set_ylabel("ms (log)")
     if latency_axes.lines:
-        latency_axes.set_yscale("log")
+        log_ms_axis(latency_axes)
     latency_axes.set_xticks(range(len(names)), names, rotation=30 if len(names) > 6 else 0)
     for axes in (qps_axes, latency_axes):
         axes.grid(alpha=0.3)

@@ -396,14 +396,22 @@ def test_init_refuses_bad_settings_before_the_run(capsys):
     assert capsys.readouterr().err == "locust-etcd: error: " + QPS_RATE_MESSAGE + "\n"
 
 
-def test_init_accepts_good_settings_and_ignores_others():
-    _validate_selected_shape(environment=init_environment(StepSpikeShape(), etcd_user_rate=10.0))
-    _validate_selected_shape(environment=init_environment(None))
-    _validate_selected_shape(environment=init_environment(StepSpikeShape(), class_picker=True))
-    worker = init_environment(StepSpikeShape())
+def test_init_accepts_good_settings_and_ignores_others(capsys):
+    worker = init_environment(StepSpikeShape())  # no --etcd-user-rate: refused on its own (the test above)
     # workers get the master's options with each spawn message, so they are not judged by their own
     worker.runner = type("IdleWorker", (WorkerRunner,), {"__init__": lambda self: None, "__del__": lambda self: None})()
-    _validate_selected_shape(environment=worker)
+    environments = {
+        "good settings": init_environment(StepSpikeShape(), etcd_user_rate=10.0),
+        "no shape": init_environment(None),
+        "the shape picked in the web UI": init_environment(StepSpikeShape(), class_picker=True),
+        "a worker": worker,
+    }
+    for why, environment in environments.items():
+        try:
+            _validate_selected_shape(environment=environment)
+        except SystemExit as stopped:
+            pytest.fail(f"{why}: the start was refused (exit {stopped.code}): {capsys.readouterr().err}")
+        assert capsys.readouterr() == ("", ""), why  # the run starts, with nothing said
 
 
 # --- run behaviour: logs, CSV record, new runs ---
