@@ -25,7 +25,9 @@ STEPS = (
 
 
 def level_lines(log: str) -> list[str]:
-    return [line.split(": ", 1)[1] for line in log.splitlines() if re.search(r"/shapes\.base: level '", line)]
+    return [
+        line.split(": ", 1)[1] for line in log.splitlines() if re.search(r"/etcd_users\.shapes\.base: level '", line)
+    ]
 
 
 def analysis_levels(prefix: Path, out: Path) -> tuple[dict[str, dict], dict]:
