@@ -150,7 +150,7 @@ TEXT_COLUMNS = frozenset(
     | {"Process"}
 )
 
-# -- the load shape's record (shapes.base) --
+# -- the load shape's record (etcd_users.shapes.record) --
 
 SHAPE_REQUIRED_KEYS = ("started_at", "levels")
 

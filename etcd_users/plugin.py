@@ -39,6 +39,7 @@ from etcd_users.reporting import (
 )
 from etcd_users.run_state import RunState
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
+from etcd_users.shapes.protocol import check_on_init, judged_shape, judged_shapes
 from etcd_users.target_cluster import TargetCluster, check_prefix_free, delete_prefix, with_probe
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
@@ -117,16 +118,19 @@ class EtcdPlugin:
         self.recorder.environment = environment
         self.client_cpu.environment = environment
         _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
+        for shape in judged_shapes(environment):  # what a shape's live verdicts need from the tool
+            shape.recorder, shape.on_breach = self.recorder, self.on_breach
         if not self._has_etcd_options(environment) or isinstance(runner, WorkerRunner):
+            check_on_init(environment)  # a shape's own options, without the tool's etcd ones (not on workers)
             return  # workers take their options from the master when a run starts
         options = environment.parsed_options
         available = environment.available_user_classes or {}
         if no_class_named(options.user_classes, available, options.headless or options.autostart):
             self._fail(no_class_message(available, environment.parsed_locustfiles or ()))
-        # a load shape's options (shapes.base.PlannedShape), before a local etcd starts for a run that cannot be
-        shape_error = getattr(environment.shape_class, "options_error", None)
-        if shape_error is not None and not getattr(options, "class_picker", False):
-            error = shape_error(options)
+        # a load shape's options (shapes.protocol.JudgedShape), before a local etcd starts for a run that cannot be
+        shape = judged_shape(environment)
+        if shape is not None and not options.class_picker:
+            error = shape.options_error(options)
             if error:
                 self._fail(error)
         try:
@@ -228,9 +232,9 @@ class EtcdPlugin:
         if isinstance(runner, MasterRunner) and len(runner.greenlet):
             runner.quit()  # the workers' last reports first (Locust's own listener would do it after this one)
         # a shape judging its levels live (shapes.base.PlannedShape) judges those still waiting, on the final figures
-        judge_levels = getattr(environment.shape_class, "judge_remaining_levels", None)
-        if judge_levels is not None and not isinstance(runner, WorkerRunner):
-            judge_levels()
+        shape = judged_shape(environment)
+        if shape is not None and not isinstance(runner, WorkerRunner):
+            shape.judge_remaining_levels()
         self.results = self._judge(environment) if self.etcd and self.ran else []
         self.recorder.on_quitting()
         if not isinstance(runner, WorkerRunner):
@@ -291,10 +295,10 @@ class EtcdPlugin:
         if settings is None or (not junit_path and not summary):
             return
         gates = settings.gates.sla
-        shape = environment.shape_class
+        shape = judged_shape(environment)
         if not self.ran:
             why_not_judged = "no run started"
-        elif not getattr(shape, "judges_whole_run", True):
+        elif shape is not None and not shape.judges_whole_run:
             why_not_judged = "the shape judges its gates per probe, not on the whole run"
         else:
             why_not_judged = "not judged on the whole run"
@@ -329,7 +333,8 @@ class EtcdPlugin:
         if isinstance(environment.runner, WorkerRunner) or self.run_settings is None:
             return []
         gates = self.run_settings.gates.sla
-        if not getattr(environment.shape_class, "judges_whole_run", True):
+        shape = judged_shape(environment)
+        if shape is not None and not shape.judges_whole_run:
             return []  # a capacity search mixes passing and failing probes: its gates are judged per probe
         return sla.judge(environment, self.recorder, gates) if gates else []
 

@@ -14,7 +14,7 @@ master already merges, never measured on the request path.
   in ``PREFIX_latency_history.csv``) from the per-second histograms merged over the last ``--etcd-prometheus-window``
   complete seconds; on a master the window ends ``MASTER_LAG_S`` back, where every worker's report is in.
 - ``locust_etcd_users``, ``locust_etcd_shape_planned_qps``, ``locust_etcd_shape_level_info{level}`` (a
-  ``shapes.base.PlannedShape``'s current level while a test runs), ``locust_etcd_sla_gate_passing{gate}`` (each
+  ``shapes.protocol.JudgedShape``'s current level while a test runs), ``locust_etcd_sla_gate_passing{gate}`` (each
   ``--etcd-sla`` gate judged on the same window, 1 or 0, absent while the window holds no request) and
   ``locust_etcd_run_info{class,target,endpoints_count,version}``.
 
@@ -48,6 +48,7 @@ from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import Key
 from etcd_users.reporting import sla
 from etcd_users.settings import EtcdSettings
+from etcd_users.shapes.protocol import judged_shape
 
 logger = logging.getLogger(__name__)
 
@@ -293,7 +294,8 @@ class RunCollector(Collector):
         level_info = GaugeMetricFamily(
             PREFIX + "shape_level_info", "The load shape's current level (value 1).", labels=["level"]
         )
-        level = getattr(self.environment.shape_class, "current_level", None)  # a shapes.base.PlannedShape's
+        shape = judged_shape(self.environment)
+        level = None if shape is None else shape.current_level
         if level is not None and getattr(runner, "state", None) in RUNNING_STATES:
             level_info.add_metric([str(level.name)], 1)
             if level.qps is not None:

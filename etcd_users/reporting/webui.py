@@ -41,6 +41,7 @@ from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
 from etcd_users.reporting import server_metrics, sla
 from etcd_users.settings import OPTIONS, EtcdSettings
+from etcd_users.shapes.protocol import judged_shape
 from etcd_users.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
 
 logger = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def sla_rows(results: list[sla.Result]) -> list[dict[str, str]]:
 
 
 def level_rows(shape_record: dict | None) -> list[dict[str, str]]:
-    """One row per level of a load shape judged live so far (``shapes.base.PlannedShape.shape_record``)."""
+    """One row per level of a load shape judged live so far (``shapes.protocol.JudgedShape.shape_record``)."""
     rows = []
     for level in (shape_record or {}).get("levels") or []:
         if level.get("verdict") is None:
@@ -299,8 +300,8 @@ class EtcdTabs:
         gates = settings.gates.sla if settings is not None else ()
         rows = sla_rows(sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else [])
         # a load shape's levels judged so far, under the gates of the whole run
-        shape_record = getattr(self.environment.shape_class, "shape_record", None)
-        return rows + level_rows(shape_record() if shape_record is not None and gates else None)
+        shape = judged_shape(self.environment)
+        return rows + level_rows(shape.shape_record() if shape is not None and gates else None)
 
     def extended_stats(self) -> list[dict[str, Any]]:
         now = time.monotonic()

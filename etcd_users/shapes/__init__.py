@@ -6,7 +6,8 @@
 - ``shapes/capacity.py``: ``CapacitySearchShape``, probes of doubling then bisected QPS judged by ``--etcd-sla``: the
   capacity under the gates.
 
-Shared, abstract: ``options`` (the ``--shape-*`` options), ``plan`` (levels, pure logic), ``base``
-(``PlannedShape``), ``judging`` (each level's live verdict).
+Shared, abstract: ``options`` (the ``--shape-*`` options), ``plan`` (levels, pure logic), ``timeline`` (each level
+with what happened to it), ``judging`` (each level's live verdict), ``record`` (``PREFIX_shape.json``), ``base``
+(``PlannedShape``, which ticks and delegates to them) and ``protocol`` (``JudgedShape``: what the tool calls on one).
 Example: ``locust -f locustfile.py,shapes/step_spike.py --etcd-user-rate 10``.
 """

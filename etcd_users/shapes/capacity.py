@@ -20,9 +20,7 @@ is 3 when not even the first probe passed.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +32,7 @@ from etcd_users.settings import SlaError, parse_gates
 from etcd_users.shapes.base import EXTENDED, FINISH, HOLD, PlannedShape
 from etcd_users.shapes.options import ShapeSettings, ShapeSettingsError
 from etcd_users.shapes.plan import Level, probe_level, search_plan, users_for_qps
+from etcd_users.shapes.record import write_json
 
 logger = logging.getLogger("shapes.capacity")  # loaded by path, the module is not named so
 
@@ -135,6 +134,7 @@ class CapacitySearchShape(PlannedShape):
 
     def settings_and_plan(self, parsed_options) -> tuple[ShapeSettings, list[Level]]:
         settings, plan = super().settings_and_plan(parsed_options)
+        # an option of the tool's etcd users: absent when the shape drives other users (plugin.install(etcd=False))
         text = getattr(parsed_options, "etcd_sla", "") or ""
         try:
             gates = parse_gates(text)
@@ -169,26 +169,27 @@ class CapacitySearchShape(PlannedShape):
 
     def after_plan(self, t: float) -> str:
         search = self.search
-        last = len(self.plan) - 1
+        last = len(self.timeline) - 1
         if search is None:
             return FINISH
         if search.done is not None:  # decided by the last probe's verdict
             self._report()
             return FINISH
-        if self._entered_at[last] is not None:
+        probe_record = self.timeline[last]
+        if probe_record.started_at is not None:
             self._end_level(last, time.time())  # judged at once on a single process
-        if self._verdicts[last] is None and self._judge is not None and self._judge.waiting(last):
+        if probe_record.verdict is None and self._judge is not None and self._judge.waiting(last):
             return HOLD
-        if search.probes[-1].verdict is None and self._verdicts[last] is None:
+        if search.probes[-1].verdict is None and probe_record.verdict is None:
             search.record(None)  # never judged: its users were never all running, or it was never entered
         if search.done is not None:
             self._report()
             return FINISH
         probe = search.probes[-1]
         number = len(search.probes)
-        previous = self.plan[last].users
+        previous = probe_record.level.users
         self.append_level(probe_level(f"probe {number}", t, self.settings, probe.qps, previous))
-        self._probe_levels.append(len(self.plan) - 1)
+        self._probe_levels.append(len(self.timeline) - 1)
         return EXTENDED
 
     def on_verdict(self, index: int, verdict: LevelVerdict) -> None:
@@ -214,10 +215,11 @@ class CapacitySearchShape(PlannedShape):
         search = self.search
         probes = []
         for probe, index in zip(search.probes, self._probe_levels, strict=False):
-            verdict = self._verdicts[index] if index < len(self._verdicts) else None
+            level = self.timeline[index]
+            verdict = level.verdict
             probes.append(
                 {
-                    "level": self.plan[index].name,
+                    "level": level.level.name,
                     "qps": probe.qps,
                     "users": probe.users,
                     "phase": probe.phase,
@@ -249,19 +251,14 @@ class CapacitySearchShape(PlannedShape):
         logger.info("%s", self.search.sentence(self._under()))
         self._write_capacity()
         if self.search.capacity is None:
-            environment = getattr(self.runner, "environment", None)
-            if environment is not None:
-                environment.process_exit_code = SLA_EXIT_CODE
+            self.runner.environment.process_exit_code = SLA_EXIT_CODE
 
     def _write_capacity(self) -> None:
-        prefix = getattr(self.parsed_options, "csv_prefix", None)
-        if not prefix or self.search is None:
+        options = self.parsed_options
+        if options is None or not options.csv_prefix or self.search is None:
             return
-        path = Path(prefix + SUFFIXES["capacity"])
+        path = Path(options.csv_prefix + SUFFIXES["capacity"])
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_name(path.name + ".tmp")
-            partial.write_text(json.dumps(self.capacity_record(), indent=2) + "\n")
-            os.replace(partial, path)
+            write_json(path, self.capacity_record())
         except OSError as error:
             logger.warning("shape: cannot write %s (%s)", path, error.strerror)

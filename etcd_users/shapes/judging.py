@@ -21,13 +21,26 @@ import gevent
 
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting.level_verdicts import LevelVerdict, judge_level, window_measurements
-from etcd_users.settings import Gate
+from etcd_users.settings import Gate, SlaError, parse_gates
 
 logger = logging.getLogger(__name__)
 
 WAIT_S = 8.0
 """Longest wait after a level's end for the workers' reports that cover it (they report every 3 s)."""
 POLL_S = 0.5
+
+
+def live_judge(
+    sla: str | None, recorder: LatencyRecorder | None, on_verdict: Callable[[int, LevelVerdict], None]
+) -> LiveJudge | None:
+    """The judge of a run's levels when it has gates and the tool's latency recorder; None: no level is judged."""
+    try:
+        gates = parse_gates(sla or "")
+    except SlaError:
+        gates = ()  # only the web UI's form gets here; the plugin says why at the start of the run
+    if not gates or recorder is None:
+        return None
+    return LiveJudge(recorder, gates, on_verdict)
 
 
 class LiveJudge:

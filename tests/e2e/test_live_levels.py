@@ -37,7 +37,9 @@ assert QPS_LIMIT < KEEP_UP * 250
 
 
 def level_lines(log: str) -> list[str]:
-    return [line.split(": ", 1)[1] for line in log.splitlines() if re.search(r"\bshapes\.base: level '", line)]
+    return [
+        line.split(": ", 1)[1] for line in log.splitlines() if re.search(r"/etcd_users\.shapes\.base: level '", line)
+    ]
 
 
 def analysis_levels(prefix: Path, out: Path) -> tuple[dict[str, dict], dict]:

@@ -4,6 +4,7 @@ the stop on breach, the master's wait for its workers' reports, and the capacity
 import locust  # noqa: F401  (gevent patching before anything else loads)
 from locust.event import Events
 from locust.runners import MasterRunner
+from locust.stats import RequestStats
 
 import json
 import logging
@@ -189,21 +190,30 @@ class Run:
         self.events = Events()
         self.plugin = install(self.events, etcd=False)
         self.breaches: list[str] = []
-        self.plugin.on_breach = self.breaches.append
-        self.runner = runner if runner is not None else SimpleNamespace()
+        stats = RequestStats()
+        self.runner = runner if runner is not None else SimpleNamespace(user_count=0, stats=stats)
+        self.runner.shape_greenlet = None
         self.environment = SimpleNamespace(
-            parsed_options=parsed, events=self.events, runner=self.runner, reset_stats=False
+            parsed_options=parsed, events=self.events, runner=self.runner, stats=stats, reset_stats=False
         )
         self.runner.environment = self.environment
         self.plugin.recorder.environment = self.environment
         self.shape = shape_class()
         self.shape.runner = self.runner
         self.shape.get_run_time = lambda: self.now - T0
+        # what the tool gives its shapes at init
+        self.shape.recorder = self.plugin.recorder
+        self.shape.on_breach = self.breaches.append
 
     def tick(self):
         return self.shape.tick()
 
     def running(self, users: int) -> None:
+        """The runner has ``users`` users (a master: as its worker reported them), and says so."""
+        if isinstance(self.runner, MasterRunner):
+            self.runner.clients["w1"].user_count = users
+        else:
+            self.runner.user_count = users
         self.environment.events.spawning_complete.fire(user_count=users)
 
     def load(self, seconds: int, qps: int, latency_ms: float) -> None:
@@ -302,7 +312,7 @@ def test_warmup_levels_and_runs_without_gates_are_not_judged(monkeypatch, tmp_pa
 
 def fake_master():
     master = type("FakeMaster", (MasterRunner,), {"__init__": lambda self: None, "__del__": lambda self: None})()
-    master.clients = {"w1": SimpleNamespace(id="w1", state="running")}
+    master.clients = {"w1": SimpleNamespace(id="w1", state="running", user_count=0)}
     master.greenlet = [object()]  # its listener runs
     return master
 

@@ -1,9 +1,10 @@
 """The load shapes over simulated time: plans, tick() sequences, settings errors and option registration."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads)
+from locust import LoadTestShape
 from locust.event import Events
 from locust.runners import WorkerRunner
-from locust.stats import StatsError
+from locust.stats import RequestStats, StatsError
 
 import argparse
 import json
@@ -19,10 +20,11 @@ from types import SimpleNamespace
 import pytest
 from support import REPO
 
-from etcd_users.shapes.base import PlannedShape, _validate_selected_shape
+from etcd_users.shapes.base import PlannedShape
 from etcd_users.shapes.ladder import ConcurrencyLadderShape
 from etcd_users.shapes.options import ShapeSettings, ShapeSettingsError
 from etcd_users.shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
+from etcd_users.shapes.protocol import JudgedShape, check_on_init, judged_shape
 from etcd_users.shapes.sine import SineWaveShape
 from etcd_users.shapes.step_spike import StepSpikeShape
 
@@ -43,10 +45,17 @@ def options(**overrides) -> argparse.Namespace:
     return argparse.Namespace(**values)
 
 
+def fake_runner(parsed_options: argparse.Namespace) -> SimpleNamespace:
+    """What a shape uses of Locust's runner: its environment (options, events), stats, user count, shape greenlet."""
+    runner = SimpleNamespace(shape_greenlet=None, user_count=0, stats=RequestStats())
+    runner.environment = SimpleNamespace(parsed_options=parsed_options, events=Events(), runner=runner)
+    return runner
+
+
 def make_shape(shape_class: type[PlannedShape], **overrides) -> tuple[PlannedShape, list[float]]:
     """A shape on a fake runner whose run time is ``clock[0]``."""
     shape = shape_class()
-    shape.runner = SimpleNamespace(environment=SimpleNamespace(parsed_options=options(**overrides)))
+    shape.runner = fake_runner(options(**overrides))
     clock = [0.0]
     shape.get_run_time = lambda: clock[0]
     return shape, clock
@@ -55,6 +64,12 @@ def make_shape(shape_class: type[PlannedShape], **overrides) -> tuple[PlannedSha
 def tick_at(shape: PlannedShape, clock: list[float], t: float):
     clock[0] = t
     return shape.tick()
+
+
+def spawned(shape: PlannedShape, users: int) -> None:
+    """The local runner has ``users`` users, and says so."""
+    shape.runner.user_count = users
+    shape.runner.environment.events.spawning_complete.fire(user_count=users)
 
 
 def settings(**overrides) -> ShapeSettings:
@@ -391,7 +406,7 @@ def init_environment(shape, **overrides):
 
 def test_init_refuses_bad_settings_before_the_run(capsys):
     with pytest.raises(SystemExit) as caught:
-        _validate_selected_shape(environment=init_environment(StepSpikeShape()))
+        check_on_init(init_environment(StepSpikeShape()))
     assert caught.value.code == 2
     assert capsys.readouterr().err == "locust-etcd: error: " + QPS_RATE_MESSAGE + "\n"
 
@@ -408,10 +423,21 @@ def test_init_accepts_good_settings_and_ignores_others(capsys):
     }
     for why, environment in environments.items():
         try:
-            _validate_selected_shape(environment=environment)
+            check_on_init(environment)
         except SystemExit as stopped:
             pytest.fail(f"{why}: the start was refused (exit {stopped.code}): {capsys.readouterr().err}")
         assert capsys.readouterr() == ("", ""), why  # the run starts, with nothing said
+
+
+def test_the_tool_finds_its_shapes_and_no_other():
+    class OtherShape(LoadTestShape):
+        def tick(self):
+            return None
+
+    for shape in (StepSpikeShape(), ConcurrencyLadderShape(), SineWaveShape()):
+        assert isinstance(shape, JudgedShape) and judged_shape(init_environment(shape)) is shape
+    assert judged_shape(init_environment(OtherShape())) is None
+    assert judged_shape(init_environment(None)) is None
 
 
 # --- run behaviour: logs, CSV record, new runs ---
@@ -477,9 +503,7 @@ def test_shape_records_when_each_level_is_running_and_its_failures(tmp_path):
     prefix = tmp_path / "run"
     shape, clock = make_shape(ConcurrencyLadderShape, shape_ladder="4,4,8", shape_step_time=10, csv_prefix=str(prefix))
     shape.runner.environment.parsed_options.etcd_sla = "put:p99<15ms"
-    shape.runner.environment.events = Events()
-    errors: dict = {}
-    shape.runner.stats = SimpleNamespace(errors=errors)
+    errors = shape.runner.stats.errors
 
     def fail(name: str, error: str, times: int) -> None:
         entry = errors.setdefault((name, error), StatsError("etcd", name, error))
@@ -490,9 +514,9 @@ def test_shape_records_when_each_level_is_running_and_its_failures(tmp_path):
 
     fail("put", "etcdserver: leader changed", 5)  # before the first level is running: not counted
     tick_at(shape, clock, 0)
-    shape.runner.environment.events.spawning_complete.fire(user_count=2)  # part-way: not the level's count
+    spawned(shape, 2)  # part-way: not the level's count
     assert record()["levels"][0]["running_at"] is None
-    shape.runner.environment.events.spawning_complete.fire(user_count=4)
+    spawned(shape, 4)
     first = record()["levels"][0]
     assert first["started_at"] <= first["running_at"] <= time.time()
     fail("put", "etcdserver: too many requests", 3)
@@ -512,14 +536,14 @@ def test_shape_records_when_each_level_is_running_and_its_failures(tmp_path):
     tick_at(shape, clock, 20)  # ladder 3: 8 users to spawn
     assert record()["levels"][2]["running_at"] is None
     assert record()["levels"][1]["errors"] == []
-    shape.runner.environment.events.spawning_complete.fire(user_count=8)
+    spawned(shape, 8)
     fail("put", "etcdserver: too many requests", 2)
     tick_at(shape, clock, 30)  # plan complete
     final = record()
     assert final["sla"] == "put:p99<15ms"
     assert final["levels"][2]["running_at"] <= final["ended_at"]
     assert final["levels"][2]["errors"] == [{"name": "put", "error": "etcdserver: too many requests", "occurrences": 2}]
-    shape.runner.environment.events.spawning_complete.fire(user_count=8)  # after the end: ignored
+    spawned(shape, 8)  # after the end: ignored
     assert record() == final
 
 
@@ -528,8 +552,6 @@ def test_a_master_whose_workers_have_not_reported_marks_the_level_at_the_tick_th
     count, as the workers reported it, must agree; else the next tick that sees the count marks the level."""
     prefix = tmp_path / "run"
     shape, clock = make_shape(ConcurrencyLadderShape, shape_ladder="4,8", shape_step_time=10, csv_prefix=str(prefix))
-    shape.runner.environment.events = Events()
-    shape.runner.user_count = 0
     tick_at(shape, clock, 0)
     shape.runner.environment.events.spawning_complete.fire(user_count=4)  # reports not in: 0 users known
     assert json.loads(Path(f"{prefix}_shape.json").read_text())["levels"][0]["running_at"] is None
