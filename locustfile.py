@@ -2,10 +2,11 @@
 
     locust -f locustfile.py --headless -u 64 -r 64 -t 30s --csv out/run EtcdPutUser
 
-With no --etcd-endpoints a throwaway local etcd is started. ``python -m etcd_users`` lists the options.
+With no --etcd-endpoints a throwaway local etcd is started. ``python -m etcd_users`` lists the options. An installed
+tool runs the same classes without a clone: ``locust-etcd`` (``etcd_users/locustfile.py``).
 """
 
-from etcd_users import (  # noqa: F401  (Locust collects the User classes from this module)
+from etcd_users.locustfile import (  # noqa: F401  (Locust collects the User classes from this module)
     EtcdDeleteUser,
     EtcdKubernetesNodeUser,
     EtcdKubernetesUser,

@@ -1,6 +1,6 @@
 """Benchmark suites: a grid of settings × repeats, each cell a separate headless Locust run, one command per table.
 
-    python -m etcd_users.suite run suites/seed000.yaml [--out DIR] [--quick] [--dry-run]
+    python -m etcd_users.suite run suites/single-vs-three-members.yaml [--out DIR] [--quick] [--dry-run]
     python -m etcd_users.suite check suites/*.yaml
 
 A suite file (YAML, schema in ``suites/README.md``) names fixed ``--etcd-*`` options and axes of values; every

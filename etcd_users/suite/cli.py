@@ -13,11 +13,12 @@ from pathlib import Path
 from etcd_users.files import SUITE_JSON
 from etcd_users.local import ClusterError
 from etcd_users.suite.execute import Signals, SuiteRunner, clock
-from etcd_users.suite.loader import load_suite, read_document
+from etcd_users.suite.loader import load_suite, read_document, renamed
 from etcd_users.suite.plan import combinations, grid, locust_command, plan
 from etcd_users.suite.schema import Suite, SuiteError
 
 PROG = "python -m etcd_users.suite"
+RENAMED_PREFIX = "locust-etcd: error: "
 
 
 def _check_out_dir(out: Path, suite: Suite) -> None:
@@ -71,13 +72,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description="Run a benchmark suite: a grid of settings × repeats.")
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="run every combination of a suite file (resumable)")
-    run_parser.add_argument("suite", type=Path, metavar="SUITE", help="suite file (YAML), e.g. suites/seed000.yaml")
+    run_parser.add_argument(
+        "suite", type=Path, metavar="SUITE", help="suite file (YAML), e.g. suites/single-vs-three-members.yaml"
+    )
     run_parser.add_argument("--out", type=Path, metavar="DIR", help="output directory (default out/suites/NAME)")
     run_parser.add_argument("--quick", action="store_true", help="apply the suite's quick: section (a short run)")
     run_parser.add_argument("--dry-run", action="store_true", help="print the plan and the commands, run nothing")
     check_parser = commands.add_parser("check", help="validate suite files (with and without their quick section)")
     check_parser.add_argument("suites", type=Path, nargs="+", metavar="SUITE")
     args = parser.parse_args(argv)
+    for path in args.suites if args.command == "check" else [args.suite]:
+        new_path = renamed(path)
+        if new_path is not None:
+            print(f"{RENAMED_PREFIX}{path} was renamed: use {new_path}", file=sys.stderr)
+            return 2
     try:
         if args.command == "check":
             return _check(args.suites)

@@ -18,6 +18,7 @@ from etcd_users.suite.schema import (
     DEFAULT_LOCUSTFILE,
     OPTIONS_BY_NAME,
     QUICK_KEYS,
+    RENAMED,
     RESERVED_OPTIONS,
     SETTING_AXES,
     TOP_KEYS,
@@ -188,6 +189,13 @@ def locustfile_classes(checker: _Checker, path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom | ast.Import):
             names.update((alias.asname or alias.name).rsplit(".", 1)[-1] for alias in node.names)
     return {name for name in names if name[:1].isupper() and name != "EtcdUser"}
+
+
+def renamed(path: Path) -> Path | None:
+    """The new name of a ready suite asked for by its earlier name (a file that exists is read as it is)."""
+    if path.name not in RENAMED or path.exists():
+        return None
+    return path.with_name(RENAMED[path.name])
 
 
 def load_suite(path: Path | str, quick: bool = False) -> Suite:

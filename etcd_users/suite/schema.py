@@ -10,9 +10,14 @@ from pathlib import Path
 from etcd_users.arguments import Option
 from etcd_users.settings import OPTIONS
 
-# this file is REPO/etcd_users/suite/schema.py
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_LOCUSTFILE = REPO / "locustfile.py"
+# the packaged locustfile: the default works from an installed tool as from a clone
+DEFAULT_LOCUSTFILE = Path(__file__).resolve().parents[1] / "locustfile.py"
+# the ready suites' earlier names (the files are named after what they reproduce): refused, naming the new file
+RENAMED = {
+    "seed000.yaml": "single-vs-three-members.yaml",
+    "seed001.yaml": "v2-benchmark-grid.yaml",
+    "seed003.yaml": "tls-put-concurrency-ladder.yaml",
+}
 
 TOP_KEYS = (
     "name",

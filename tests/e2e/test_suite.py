@@ -100,12 +100,37 @@ def test_dry_run_lists_the_combinations_and_writes_nothing(tmp_path):
 
 def test_ready_suites_and_their_quick_sections_are_valid():
     suites = sorted(str(path.relative_to(REPO)) for path in (REPO / "suites").glob("*.yaml"))
-    assert suites == ["suites/kubernetes.yaml", "suites/seed000.yaml", "suites/seed001.yaml", "suites/seed003.yaml"]
+    assert suites == [
+        "suites/kubernetes.yaml",
+        "suites/single-vs-three-members.yaml",
+        "suites/tls-put-concurrency-ladder.yaml",
+        "suites/v2-benchmark-grid.yaml",
+    ]
     result = run_suite("check", *suites)
     assert result.returncode == 0, result.stderr
     for suite in suites:
         assert f"{suite}: ok (" in result.stdout
         assert "; quick: " in result.stdout.split(f"{suite}: ok (")[1].splitlines()[0]
+    # a ready suite's name, which names its default output directory, is its file's
+    dry = run_suite("run", "suites/single-vs-three-members.yaml", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "output in out/suites/single-vs-three-members" in dry.stdout
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("seed000", "single-vs-three-members"),
+        ("seed001", "v2-benchmark-grid"),
+        ("seed003", "tls-put-concurrency-ladder"),
+    ],
+)
+def test_a_ready_suite_s_earlier_name_is_refused_with_one_line_naming_the_new_one(old, new):
+    for command in ("run", "check"):
+        result = run_suite(command, f"suites/{old}.yaml")
+        assert result.returncode == 2, result.stderr
+        assert result.stdout == ""
+        assert result.stderr == f"locust-etcd: error: suites/{old}.yaml was renamed: use suites/{new}.yaml\n"
 
 
 def test_a_misspelt_option_is_rejected_with_one_line_naming_it(tmp_path):
