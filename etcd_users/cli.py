@@ -38,8 +38,7 @@ Runs Locust with the tool's workloads (its packaged locustfile); every argument 
                  (step-spike, sine and capacity target QPS: give --etcd-user-rate too)
 
 The tool's options (Locust's help below cannot list them: it answers before loading the locustfile):
-  python -m etcd_users                  the --etcd-* options
-  python -m etcd_users.shapes.options   the --shape-* options
+  python -m etcd_users   every --etcd-* and --shape-* option, with its environment variable and default
 For a locustfile of your own, run locust -f yourfile.py.
 
 Locust's help:
