@@ -7,7 +7,6 @@ raise into the user's task: a run that hits etcd errors keeps running and counts
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import random
-import time
 from collections.abc import Iterable
 
 import gevent
@@ -236,22 +235,17 @@ class EtcdClient:
 
     def _unary(self, connection: Connection, method, request) -> CallOutcome:
         """One call, counted on its connection for the pool's watchdog: calls waiting, and when one was answered."""
-        if not connection.pending:
-            connection.answered_at = time.perf_counter()  # idle until now: silence is counted from here
-        connection.pending += 1
-        generation = connection.generation
+        token = connection.call_started()
         try:
             result, error, seconds, ended = self.session.bridge.unary(
                 method, request, timeout=self.session.settings.timeout, metadata=connection.metadata
             )
-        finally:
-            connection.pending -= 1
-        if error is None:
-            connection.answered_at = ended
-        elif connection.generation != generation:
+        except BaseException:
+            connection.call_ended(token, False, 0.0)  # killed or closed while waiting: no answer
+            raise
+        answered = error is None or error_label(error) not in UNANSWERED_LABELS  # etcd's own error is an answer
+        if not connection.call_ended(token, answered, ended) and error is not None:
             error = AbandonedCall()  # the pool left the member out and closed the channel under this call
-        elif error_label(error) not in UNANSWERED_LABELS:
-            connection.answered_at = ended  # etcd answered, with an error
         return result, error, seconds, ended
 
     def _report(self, name: str, result, error: BaseException | None, seconds: float, ended: float):

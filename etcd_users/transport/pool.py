@@ -53,9 +53,10 @@ _LEADER_POLL_SECONDS = 0.01
 class Connection:
     """One gRPC channel to one endpoint, with its stubs and auth metadata.
 
-    ``pending`` and ``answered_at`` are kept by the client on the gevent thread around each unary call (read by the
-    pool's watchdog): calls in flight, and when the last one was answered (or when the connection became busy), in
-    ``time.perf_counter()`` seconds. ``generation`` counts the channels: a call made on an older one was abandoned.
+    Each unary call is counted in and out with ``call_started`` and ``call_ended`` (gevent thread), for the pool's
+    watchdog: ``pending`` is the calls in flight, ``answered_at`` when the last one was answered (or when the connection
+    became busy), in ``time.perf_counter()`` seconds. ``generation`` counts the channels: a call made on an older one
+    was abandoned.
     """
 
     def __init__(self, endpoint: Endpoint, channel: grpc.aio.Channel) -> None:
@@ -74,6 +75,25 @@ class Connection:
         self.auth = rpc_pb2_grpc.AuthStub(channel)
         self.lease = rpc_pb2_grpc.LeaseStub(channel)
         self.watch = rpc_pb2_grpc.WatchStub(channel)
+
+    def call_started(self) -> int:
+        """Count a call in; returns the token for its ``call_ended``."""
+        if not self.pending:
+            self.answered_at = time.perf_counter()  # idle until now: silence is counted from here
+        self.pending += 1
+        return self.generation
+
+    def call_ended(self, token: int, answered: bool, at: float) -> bool:
+        """Count out the call ``token`` came from; ``answered``: etcd replied at ``at`` (a response, or etcd's error).
+
+        False when the pool replaced the channel under the call: the call was abandoned and its answer is not counted.
+        """
+        self.pending -= 1
+        if token != self.generation:
+            return False
+        if answered:
+            self.answered_at = at
+        return True
 
     def stalled(self, now: float, after: float) -> bool:
         """Calls wait on this connection and none was answered for ``after`` seconds."""

@@ -13,7 +13,7 @@ import pytest
 
 from etcd_users.settings import OPTIONS, Endpoint, settings_from_options
 from etcd_users.transport.errors import EndpointError
-from etcd_users.transport.pool import EndpointPool, MemberStatus
+from etcd_users.transport.pool import Connection, EndpointPool, MemberStatus
 
 URLS = ("http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379")
 A, B, C = (Endpoint(url, secure=False) for url in URLS)
@@ -209,3 +209,39 @@ def test_a_cluster_without_a_leader_says_so():
     with pytest.raises(EndpointError) as raised:
         select(pool, [alive(A, 1, leader_id=None), alive(B, 2, leader_id=None), alive(C, 3, leader_id=None)])
     assert str(raised.value) == "no etcd leader: the cluster has not elected one"
+
+
+# -- a connection's calls, as the watchdog reads them --
+
+
+class _Channel:
+    """Enough of a channel for the stubs a Connection makes; no call goes through it."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def test_silence_is_counted_from_when_the_connection_became_busy():
+    connection = Connection(A, _Channel())
+    connection.answered_at = 0.0  # long idle
+    first = connection.call_started()
+    became_busy = connection.answered_at
+    assert became_busy > 0.0 and connection.pending == 1
+    connection.call_started()  # already busy: the silence goes on
+    assert connection.answered_at == became_busy and connection.pending == 2
+    assert connection.stalled(became_busy + 2.0, after=1.0)
+    assert connection.call_ended(first, True, became_busy + 1.5)  # an answer ends it
+    assert connection.answered_at == became_busy + 1.5 and connection.pending == 1
+    assert not connection.stalled(became_busy + 2.0, after=1.0)
+
+
+def test_only_an_answer_on_the_current_channel_counts():
+    connection = Connection(A, _Channel())
+    unanswered, abandoned, answered = (connection.call_started() for _ in range(3))
+    busy_since = connection.answered_at
+    assert connection.call_ended(unanswered, False, busy_since + 1.0)  # no answer (a deadline): still silent
+    assert connection.answered_at == busy_since
+    connection.generation += 1  # the pool replaced the channel under the calls left
+    assert not connection.call_ended(abandoned, False, busy_since + 2.0)
+    assert not connection.call_ended(answered, True, busy_since + 3.0)  # an answer on the old channel is not counted
+    assert connection.answered_at == busy_since and connection.pending == 0
