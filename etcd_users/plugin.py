@@ -11,7 +11,6 @@ from locust.runners import MasterRunner, WorkerRunner
 
 import importlib
 import logging
-import os
 import signal
 import sys
 import time
@@ -31,12 +30,10 @@ from etcd_users.reporting import (
     final_stats,
     junit,
     preflight,
-    server_metrics,
-    sla,
     space,
-    step_summary,
     webui,
 )
+from etcd_users.reporting.verdicts import GateVerdicts
 from etcd_users.run_state import RunState
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.shapes.protocol import check_on_init, judged_shape, judged_shapes
@@ -98,7 +95,7 @@ class EtcdPlugin:
         self.run: RunState | None = None  # the master's (or single process's) current run, from start to stop
         self.space_watch: space.SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
-        self.results: list[sla.Result] = []  # judged at quitting, printed at quit
+        self.verdicts = GateVerdicts()  # the gates: judged at quitting, written and printed at quit
         self.tabs: webui.EtcdTabs | None = None  # the web UI's etcd tabs, on a master or single process with one
         self.exporter: exporter.Exporter | None = None  # --etcd-prometheus-port, on a master or single process
         self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
@@ -179,7 +176,7 @@ class EtcdPlugin:
             self._stop_run()
             self.run = RunState.start(environment, settings)
             self.space_watch = self.run.space_watch
-            if settings.monitoring.profile_on_breach > 0 and not getattr(options, "csv_prefix", None):
+            if settings.monitoring.profile_on_breach > 0 and not options.csv_prefix:
                 logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
         session.drop_if_changed(environment, settings)
 
@@ -189,22 +186,12 @@ class EtcdPlugin:
         Returns at once; with ``--etcd-profile-on-breach`` and ``--csv`` the capture runs in its own greenlet.
         Only the master or the single process captures: workers see none of the members' side.
         """
-        environment, run = self.environment, self.run
-        if run is None or run.breached or environment is None:
+        if self.run is None or self.environment is None:
             return  # no run of a master or single process: workers see none of the members' side
-        run.breached = True
-        settings = run.settings
-        if settings.monitoring.profile_on_breach <= 0:
-            return
-        if self.breach_capture is not None and self.breach_capture.running():
-            return  # a previous run's capture still writes the same directory
-        prefix = getattr(environment.parsed_options, "csv_prefix", None)
-        if not prefix:
-            return  # said once when the run started
-        try:
-            self.breach_capture = breach.start_capture(prefix, settings, why)
-        except Exception as error:  # a capture never stops a run
-            logger.warning("breach capture: not started: %s", server_metrics.one_line(error))
+        busy = self.breach_capture is not None and self.breach_capture.running()  # a previous run's, same directory
+        capture = self.run.capture_breach(why, self.environment.parsed_options.csv_prefix, busy)
+        if capture is not None:
+            self.breach_capture = capture
 
     def on_spawning_complete(self, **_kwargs) -> None:
         self.recorder.on_spawning_complete()
@@ -235,7 +222,8 @@ class EtcdPlugin:
         shape = judged_shape(environment)
         if shape is not None and not isinstance(runner, WorkerRunner):
             shape.judge_remaining_levels()
-        self.results = self._judge(environment) if self.etcd and self.ran else []
+        if self.ran and self._judges(environment):
+            self.verdicts.judge(environment, self.recorder, self.run_settings, shape)
         self.recorder.on_quitting()
         if not isinstance(runner, WorkerRunner):
             final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
@@ -245,12 +233,14 @@ class EtcdPlugin:
         self.recorder.on_quit()  # the exact files, whole: the workers' last reports are in
         self.client_cpu.on_quit()
         self._finish_breach_capture()  # while the local etcd still runs, and before the files are listed
-        try:
-            self._pipeline_reports()  # before the files are listed: the JUnit report is one of them
-        except Exception:  # a report never stops the clean-up below
-            logger.exception("locust-etcd: could not write the JUnit report or the step summary")
+        if self._judges(self.environment):
+            try:  # before the files are listed: the JUnit report is one of them
+                shape = judged_shape(self.environment)
+                self.verdicts.write_reports(self.environment, self.recorder, self.run_settings, shape, self.ran)
+            except Exception:  # a report never stops the clean-up below
+                logger.exception("locust-etcd: could not write the JUnit report or the step summary")
         self._end_of_run()
-        sla.print_results(self.results)  # after Locust's summary tables, where a pipeline's log ends
+        self.verdicts.print()  # after Locust's summary tables, where a pipeline's log ends
         if self.exporter is not None:
             self.exporter.stop()
             self.exporter = None
@@ -281,43 +271,6 @@ class EtcdPlugin:
         paths = end_of_run.run_files(prefix, reports, since=self.started_at)
         end_of_run.print_summary(self.recorder.snapshot(), paths)
 
-    def _pipeline_reports(self) -> None:
-        """``--etcd-junit`` and ``$GITHUB_STEP_SUMMARY``, on a master or single process, whether gates failed or not
-        (the exit code stays the run's)."""
-        environment = self.environment
-        if environment is None or not self._has_etcd_options(environment):
-            return
-        if isinstance(environment.runner, WorkerRunner):
-            return
-        settings = self.run_settings
-        junit_path = settings.gates.junit if settings is not None else ""
-        summary = os.environ.get(step_summary.ENV_VAR) if self.ran else None
-        if settings is None or (not junit_path and not summary):
-            return
-        gates = settings.gates.sla
-        shape = judged_shape(environment)
-        if not self.ran:
-            why_not_judged = "no run started"
-        elif shape is not None and not shape.judges_whole_run:
-            why_not_judged = "the shape judges its gates per probe, not on the whole run"
-        else:
-            why_not_judged = "not judged on the whole run"
-        levels = junit.recorded_levels(shape)
-        if junit_path:
-            started_at = getattr(environment.stats, "start_time", None) if self.ran else None
-            document = junit.report(
-                gates,
-                self.results,
-                levels,
-                started_at=started_at,
-                duration_s=time.time() - started_at if started_at else 0.0,
-                why_not_judged=why_not_judged,
-            )
-            junit.write(junit_path, document)
-        if summary:
-            rows = self.recorder.snapshot()
-            step_summary.append(step_summary.markdown(rows, gates, self.results, levels, why_not_judged), summary)
-
     # -- helpers --
 
     def _show_endpoints_as_host(self, environment, settings: EtcdSettings) -> None:
@@ -329,14 +282,14 @@ class EtcdPlugin:
     def _has_etcd_options(self, environment) -> bool:
         return self.etcd and hasattr(environment.parsed_options, "etcd_endpoints")
 
-    def _judge(self, environment) -> list[sla.Result]:
-        if isinstance(environment.runner, WorkerRunner) or self.run_settings is None:
-            return []
-        gates = self.run_settings.gates.sla
-        shape = judged_shape(environment)
-        if shape is not None and not shape.judges_whole_run:
-            return []  # a capacity search mixes passing and failing probes: its gates are judged per probe
-        return sla.judge(environment, self.recorder, gates) if gates else []
+    def _judges(self, environment) -> bool:
+        """A master or single process of an etcd run judges its gates; workers see a part of the load."""
+        return (
+            environment is not None
+            and self._has_etcd_options(environment)
+            and not isinstance(environment.runner, WorkerRunner)
+            and self.run_settings is not None
+        )
 
     def _stop_run(self) -> None:
         if self.run is not None:

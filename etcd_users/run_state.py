@@ -1,10 +1,13 @@
 """What one run of the master (or single process) has going: made at test start, stopped at test stop."""
 
+import logging
 from dataclasses import dataclass
 
 from etcd_users import compaction
-from etcd_users.reporting import server_metrics, space
+from etcd_users.reporting import breach, server_metrics, space
 from etcd_users.settings import EtcdSettings
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -20,6 +23,20 @@ class RunState:
         watch = space.SpaceWatch(settings, environment)
         poller = server_metrics.start_polling(environment, settings, watch)
         return cls(settings, watch, poller, compaction.start_compacting(settings))
+
+    def capture_breach(self, why: str, prefix: str | None, busy: bool) -> breach.Capture | None:
+        """The members at the run's first breach (``--etcd-profile-on-breach``, with ``--csv``), in the background;
+        None for a later breach, with no capture asked for, or while ``busy`` with a previous run's."""
+        if self.breached:
+            return None
+        self.breached = True
+        if self.settings.monitoring.profile_on_breach <= 0 or busy or not prefix:
+            return None  # no --csv: said once when the run started
+        try:
+            return breach.start_capture(prefix, self.settings, why)
+        except Exception as error:  # a capture never stops a run
+            logger.warning("breach capture: not started: %s", server_metrics.one_line(error))
+            return None
 
     def stop(self) -> None:
         """Stop polling (with a last row per member: the state at the end) and compacting; a second call does

@@ -1,0 +1,59 @@
+"""The run's gates from judging to reporting: judged at quitting on the final figures (the exit code is decided right
+after), written for CI at quit (``--etcd-junit``, ``$GITHUB_STEP_SUMMARY``) and printed last, where a pipeline's log
+ends. Only a master or a single process judges: workers see a part of the load."""
+
+import locust  # noqa: F401  (gevent's monkey patching must come first)
+
+import os
+import time
+
+from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.reporting import junit, sla, step_summary
+from etcd_users.settings import EtcdSettings
+from etcd_users.shapes.protocol import JudgedShape
+
+
+class GateVerdicts:
+    def __init__(self) -> None:
+        self.results: list[sla.Result] = []
+
+    def judge(self, environment, recorder: LatencyRecorder, settings: EtcdSettings, shape: JudgedShape | None) -> None:
+        gates = settings.gates.sla
+        if shape is not None and not shape.judges_whole_run:
+            gates = ()  # a capacity search mixes passing and failing probes: its gates are judged per probe
+        self.results = sla.judge(environment, recorder, gates) if gates else []
+
+    def write_reports(
+        self, environment, recorder: LatencyRecorder, settings: EtcdSettings, shape: JudgedShape | None, ran: bool
+    ) -> None:
+        """``--etcd-junit`` and ``$GITHUB_STEP_SUMMARY``, whether gates failed or not (the exit code stays the
+        run's)."""
+        junit_path = settings.gates.junit
+        summary = os.environ.get(step_summary.ENV_VAR) if ran else None
+        if not junit_path and not summary:
+            return
+        if not ran:
+            why_not_judged = "no run started"
+        elif shape is not None and not shape.judges_whole_run:
+            why_not_judged = "the shape judges its gates per probe, not on the whole run"
+        else:
+            why_not_judged = "not judged on the whole run"
+        levels = junit.recorded_levels(shape)
+        gates = settings.gates.sla
+        if junit_path:
+            started_at = environment.stats.start_time if ran else None
+            document = junit.report(
+                gates,
+                self.results,
+                levels,
+                started_at=started_at,
+                duration_s=time.time() - started_at if started_at else 0.0,
+                why_not_judged=why_not_judged,
+            )
+            junit.write(junit_path, document)
+        if summary:
+            rows = recorder.snapshot()
+            step_summary.append(step_summary.markdown(rows, gates, self.results, levels, why_not_judged), summary)
+
+    def print(self) -> None:
+        sla.print_results(self.results)
