@@ -79,7 +79,7 @@ def stop_signals_interrupt() -> Iterator[None]:
 
 def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This environment without the LOCUST_* and --etcd-* variables that would change the run behind our flags."""
-    ours = {option.env_var for option in OPTIONS}
+    ours = {option.env_var for option in OPTIONS} | {option.retired_env_var for option in OPTIONS}
     environment = {key: value for key, value in os.environ.items() if not key.startswith("LOCUST_") and key not in ours}
     environment["PYTHONUNBUFFERED"] = "1"
     environment.update(extra or {})
@@ -89,7 +89,7 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 class Child:
     """A subprocess in its own session (Ctrl-C reaches only the harness), its output in files under ``log_dir``."""
 
-    def __init__(self, name: str, command: Sequence[str], log_dir: Path, env: dict[str, str]) -> None:
+    def __init__(self, name: str, command: Sequence[str], log_dir: Path, env: dict[str, str], cwd: Path = REPO) -> None:
         self.name = name
         stem = "".join(c if c.isalnum() else "-" for c in name)
         self.stdout_path = log_dir / f"{stem}.stdout"
@@ -97,7 +97,7 @@ class Child:
         with open(self.stdout_path, "wb") as stdout, open(self.stderr_path, "wb") as stderr:
             self.process = subprocess.Popen(
                 list(command),
-                cwd=REPO,
+                cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
@@ -152,9 +152,9 @@ class Child:
 
 
 @contextlib.contextmanager
-def child(name: str, command: Sequence[str], log_dir: Path, env: dict[str, str]) -> Iterator[Child]:
+def child(name: str, command: Sequence[str], log_dir: Path, env: dict[str, str], cwd: Path = REPO) -> Iterator[Child]:
     """A started Child, killed with its group if still running when the block is left (error or Ctrl-C)."""
-    started = Child(name, command, log_dir, env)
+    started = Child(name, command, log_dir, env, cwd)
     try:
         yield started
     finally:

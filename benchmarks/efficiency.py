@@ -2,12 +2,14 @@
 
     python -m benchmarks.efficiency [--seconds 15] [--warmup 3] [--ops put,range/linearizable,range/serializable]
                                     [--conns 1,8,64] [--users 64] [--json FILE] [--go-benchmark PATH]
+                                    [--baseline-repo DIR]
 
 Starts a 1-member etcd on 127.0.0.1 and, for each op and connection count, one after the other: (a) one headless
 Locust process running the ready user class, measured from inside by ``benchmarks/cpu_probe.py`` after the warm-up;
 (b) ``benchmarks.bare_aio`` with the same concurrency, measured the same way; (c) with ``--go-benchmark``, etcd's Go
-``benchmark`` tool. Prints requests/s, client CPU per request and P50/P99 of each, and the ratios (a)/(b) against the
-targets. A load tester that burns more CPU per request than it must measures its own limits, not etcd's.
+``benchmark`` tool; (d) with ``--baseline-repo DIR``, the same Locust run from another checkout of the tool (a
+change's before). Prints requests/s, client CPU per request and P50/P99 of each, and the ratios (a)/(b) against the
+targets, and (a)/(d). A load tester that burns more CPU per request than it must measures its own limits, not etcd's.
 """
 
 import locust  # noqa: F401  (etcd_users applies gevent's monkey patching: let it come before anything else loads)
@@ -27,6 +29,7 @@ from hdrh.histogram import HdrHistogram
 from benchmarks._common import (
     DEFAULTS,
     PROBE,
+    REPO,
     BenchmarkError,
     Compactor,
     ConnectionSampler,
@@ -52,6 +55,8 @@ USER_CLASSES = {
     "range/linearizable": "LinearizableRangeUser",
     "range/serializable": "SerializableRangeUser",
 }
+BASELINE = "locust baseline"  # the Locust run of --baseline-repo's checkout
+SHORT_NAMES = {"bare aio": "bare", "go benchmark": "go", BASELINE: "baseline"}
 RPS_TARGET = 0.8  # Locust's requests/s at least this share of the bare loop's
 CPU_TARGET = 1.25  # Locust's CPU per request at most this multiple of the bare loop's
 # start-up (imports, connecting) and shut-down of one measured process, beyond warm-up and window
@@ -81,8 +86,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--json", metavar="FILE", help="write settings, machine, every run and the ratios here")
     parser.add_argument("--go-benchmark", metavar="PATH", help="etcd's Go benchmark binary, run with the same load")
+    parser.add_argument(
+        "--baseline-repo",
+        metavar="DIR",
+        type=Path,
+        help="another checkout of the tool (e.g. a git worktree of main): its Locust run too, alternating, and the "
+        "ratio of this checkout's to it",
+    )
     parser.add_argument("--keep-logs", action="store_true", help="keep the runs' logs (kept anyway on failure)")
     args = parser.parse_args(argv)
+    if args.baseline_repo is not None and not (args.baseline_repo / PROBE).is_file():
+        parser.error(f"--baseline-repo: {str(args.baseline_repo)!r} is not a checkout of the tool (no {PROBE})")
     if args.seconds <= 0 or args.warmup < 0 or args.users < 1 or args.repeat < 1:
         parser.error("--seconds, --users and --repeat must be greater than zero, --warmup zero or more")
     if args.go_benchmark and not shutil.which(args.go_benchmark):
@@ -148,9 +162,11 @@ class Runs:
                 raise writer.failure("failed")
         read_result(out, writer)
 
-    def locust(self, op: str, conns: int) -> dict:
+    def locust(self, op: str, conns: int, repo: Path = REPO, client: str = "locust") -> dict:
+        """The Locust run of ``repo``'s checkout (its locustfile and its package: the working directory comes first
+        on the import path)."""
         args = self.args
-        out = self.logs / f"{_slug('locust', op, conns)}.json"
+        out = self.logs / f"{_slug(client, op, conns)}.json"
         command = [
             sys.executable, "-m", "locust",
             "-f", f"locustfile.py,{PROBE}",
@@ -170,12 +186,12 @@ class Runs:
         }
         self.compact()
         connections = ConnectionSampler(self.port)
-        with child(f"locust {op} conns={conns}", command, self.logs, environment) as process:
+        with child(f"{client} {op} conns={conns}", command, self.logs, environment, cwd=repo) as process:
             watch(process, out, self.window + PROCESS_SLACK_SECONDS, connections)
             code = process.wait(PROCESS_SLACK_SECONDS)
             if code not in (0, 1):  # 1: the run saw failed requests, which the table shows
                 raise process.failure(f"exited with code {code}")
-        return _summary("locust", op, conns, read_result(out, process), connections.most)
+        return _summary(client, op, conns, read_result(out, process), connections.most)
 
     def bare(self, op: str, conns: int) -> dict:
         args = self.args
@@ -293,7 +309,7 @@ def compare(runs: list[dict]) -> list[dict]:
     for (op, conns, client), run in by_key.items():
         if client != "locust":
             continue
-        for reference, targets in (("bare aio", True), ("go benchmark", False)):
+        for reference, targets in (("bare aio", True), ("go benchmark", False), (BASELINE, False)):
             other = by_key.get((op, conns, reference))
             if other is None:
                 continue
@@ -344,7 +360,7 @@ def format_table(runs: list[dict], comparisons: list[dict]) -> list[str]:
                 (
                     "",
                     "",
-                    f"locust/{'bare' if comparison['against'] == 'bare aio' else 'go'}",
+                    f"locust/{SHORT_NAMES[comparison['against']]}",
                     f"{comparison['rps_ratio']:.3f}" + (f" {comparison['rps_verdict']}" if verdicts else ""),
                     f"{comparison['cpu_ratio']:.3f}" + (f" {comparison['cpu_verdict']}" if verdicts else ""),
                     "",
@@ -378,6 +394,10 @@ def run(args: argparse.Namespace, logs: Path) -> dict:
                 for _ in range(args.repeat):
                     locust_run = runs_of.locust(op, conns)
                     _progress(locust_run)
+                    if args.baseline_repo is not None:
+                        baseline_run = runs_of.locust(op, conns, args.baseline_repo.resolve(), BASELINE)
+                        _progress(baseline_run)
+                        rounds.setdefault(BASELINE, []).append(baseline_run)
                     bare_run = runs_of.bare(op, conns)
                     _progress(bare_run)
                     rounds.setdefault("locust", []).append(locust_run)
@@ -402,6 +422,7 @@ def run(args: argparse.Namespace, logs: Path) -> dict:
             "key_space_size": DEFAULTS["--etcd-key-space-size"],
             "etcd_client_port": port,
             "go_benchmark": args.go_benchmark,
+            "baseline_repo": str(args.baseline_repo) if args.baseline_repo is not None else None,
         },
         "targets": {"rps_ratio_min": RPS_TARGET, "cpu_ratio_max": CPU_TARGET},
         "histogram_record_us": record_cost,
