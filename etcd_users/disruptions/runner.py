@@ -63,6 +63,7 @@ class Window:
     result: str = ""
     error: str = ""
     cost: list[dict] = field(default_factory=list)
+    errors_before: dict[tuple[str, str], int] = field(default_factory=dict)  # Locust's, when the action started
 
     def record(self) -> dict:
         return {
@@ -110,7 +111,7 @@ class DisruptionRun:
     def _act(self, window: Window) -> None:
         disruption = window.disruption
         done = Done()
-        errors_before = self._errors()
+        window.errors_before = self._errors()
         try:
             if disruption.action in LOCAL_ONLY:
                 signal_member(self.cluster, self.probe.run(member_statuses), disruption, done)
@@ -131,7 +132,7 @@ class DisruptionRun:
             window.started_at = done.started_at or window.finished_at
             window.members, window.result = done.members, done.result
             self._closed(window)
-        self._watch_cost(window, errors_before)
+        self._watch_cost(window)
 
     def _closed(self, window: Window) -> None:
         item = window.disruption.text
@@ -147,19 +148,22 @@ class DisruptionRun:
         covered = self.recorder.covered_until()
         return None if covered is None else math.floor(covered) - 1
 
-    def _watch_cost(self, window: Window, errors_before: dict[tuple[str, str], int]) -> None:
+    def _watch_cost(self, window: Window) -> None:
         """Wait for the seconds up to the window's end, then until the P99 is back or the cap; log the cost."""
         end = math.floor(window.finished_at)
+        errors_after = None
         while True:
             gevent.sleep(COST_POLL_S)
             last = self._last_complete_second()
             if last is None or last < end:
                 continue
+            if errors_after is None:  # the errors of the window's seconds, not of the recovery's
+                errors_after = self._errors()
             measured = self._cost(window, last)
             if all(c.recovery_s is not None or c.p99_before_ms is None for c in measured) or (
                 last >= end + RECOVERY_CAP_S
             ):
-                self._log_cost(window, measured, errors_before)
+                self._log_cost(window, measured, errors_after)
                 return
 
     def _cost(self, window: Window, last: int | None) -> list[costs.Cost]:
@@ -172,8 +176,8 @@ class DisruptionRun:
         """Locust's error counts so far, by request name and etcd's label."""
         return {(e.name, str(e.error)): e.occurrences for e in self.environment.stats.errors.values()}
 
-    def _log_cost(self, window: Window, measured: list[costs.Cost], errors_before) -> None:
-        errors_after = self._errors()
+    def _log_cost(self, window: Window, measured: list[costs.Cost], errors_after) -> None:
+        errors_before = window.errors_before
         window.cost = []
         for each in measured:
             labels = {
@@ -208,7 +212,7 @@ class DisruptionRun:
         last = self._last_complete_second()
         for window in self.windows:
             if window.finished_at is not None and not window.cost:
-                self._log_cost(window, self._cost(window, last), {})
+                self._log_cost(window, self._cost(window, last), self._errors())
         self.probe.close()
         self._write()
 
