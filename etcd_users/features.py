@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from etcd_users.arguments import add_option_group
 from etcd_users.settings import (
     ConnectionSettings,
+    DisruptionSettings,
     ExporterSettings,
     GateSettings,
     KubeSettings,
@@ -38,6 +39,7 @@ FEATURES = (
     Feature("monitoring of the members", MonitoringSettings),
     Feature("Prometheus exporter", ExporterSettings),
     Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.kubernetes.run:install"),
+    Feature("disruptions", DisruptionSettings, "etcd_users.disruptions.runner:install"),
     Feature("load shapes", ShapeSettings, etcd_only=False),
 )
 

@@ -23,6 +23,7 @@ SUFFIXES = {
     "capacity": "_capacity.json",  # shapes.capacity: the capacity search's result
     "etcd_metrics": "_etcd_metrics.csv",
     "client_cpu": "_client_cpu.csv",
+    "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
 }
 
 # The name of the all-requests row, in Locust's CSVs and in ours.
@@ -148,6 +149,14 @@ TEXT_COLUMNS = frozenset(
     {"Type", "Name", "Series", "Method", "Error", "Message", "Traceback", "Nodes", "First Seen", "Last Seen"}
     | {"Member", "GrpcRequests"}
     | {"Process"}
+)
+
+# -- the disruptions' windows, PREFIX_disruptions.json (etcd_users.disruptions.runner writes, the analysis reads) --
+
+DISRUPTIONS_SCHEMA_VERSION = 1
+# each of its "windows": the item of the schedule, the members acted on, when (unix seconds), and how it went
+DISRUPTION_WINDOW_KEYS = (
+    *("item", "action", "members", "requested_at", "started_at", "finished_at", "ok", "result", "error"),
 )
 
 # -- the load shape's record (etcd_users.shapes.record) --

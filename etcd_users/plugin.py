@@ -123,13 +123,13 @@ class EtcdPlugin:
         options = environment.parsed_options
         available = environment.available_user_classes or {}
         if no_class_named(options.user_classes, available, options.headless or options.autostart):
-            self._fail(no_class_message(available, environment.parsed_locustfiles or ()))
+            self.fail(no_class_message(available, environment.parsed_locustfiles or ()))
         # a load shape's options (shapes.protocol.JudgedShape), before a local etcd starts for a run that cannot be
         shape = judged_shape(environment)
         if shape is not None and not options.class_picker:
             error = shape.options_error(options)
             if error:
-                self._fail(error)
+                self.fail(error)
         try:
             junit_path = GateSettings.read_one(options, "junit")
             if junit_path:
@@ -137,7 +137,7 @@ class EtcdPlugin:
             settings = self.target.settings(environment.parsed_options)
             check_prefix_free(settings)
         except (SettingsError, EndpointError, ClusterError) as error:
-            self._fail(str(error))
+            self.fail(str(error))
         self.run_settings = settings
         self._show_endpoints_as_host(environment, settings)
         # informs only (versions, db size against quota, fsync P99 under a short burst); never stops the run
@@ -145,7 +145,7 @@ class EtcdPlugin:
             is_master = isinstance(runner, MasterRunner)
             self.exporter = exporter.start(environment, web_ui, self.recorder, lambda: self.run_settings, is_master)
         except exporter.ExporterError as error:
-            self._fail(str(error))
+            self.fail(str(error))
         preflight.report(settings, with_probe)
         if web_ui is not None:
             self.tabs = webui.install(environment, web_ui, self.recorder, lambda: self.run_settings, lambda: self.alarm)
@@ -310,7 +310,7 @@ class EtcdPlugin:
         """etcd's NOSPACE alarm as the current (or last) run knows it, in one short line; None without one."""
         return self.space_watch.alarm if self.space_watch is not None else None
 
-    def _fail(self, message: str) -> None:
+    def fail(self, message: str) -> None:
         """End the process with one line: bad input is the user's to fix, not a traceback to read."""
         first_line = message.splitlines()[0] if message else "unknown error"
         sys.stderr.write(f"locust-etcd: error: {first_line}\n")

@@ -17,6 +17,9 @@ import pandas as pd
 from etcd_users.analysis.benchmark_report import summary
 from etcd_users.analysis.breach import capture_lines
 from etcd_users.analysis.client import ADVICE, add_client_columns
+from etcd_users.analysis.disruptions import DECIMALS as DISRUPTION_DECIMALS
+from etcd_users.analysis.disruptions import NOTES as DISRUPTION_NOTES
+from etcd_users.analysis.disruptions import measure as measure_disruptions
 from etcd_users.analysis.levels import CSV_DECIMALS as LEVEL_CSV_DECIMALS
 from etcd_users.analysis.levels import DISPLAY_DECIMALS as LEVEL_DISPLAY_DECIMALS
 from etcd_users.analysis.levels import advice as levels_advice
@@ -49,6 +52,7 @@ SLA_HELP = (
     "(default: the gates the run was given, from PREFIX_shape.json; '' for none)"
 )
 LEVELS_TITLE = "etcd load test per level"
+DISRUPTIONS_TITLE = "etcd disruptions and their cost"
 
 
 def _warmup(value: str) -> float | str:
@@ -209,6 +213,13 @@ def run_compare(args: argparse.Namespace) -> int:
         print(markdown_notes(level_notes))
         print()
         print("\n".join(sentences(level_runs)))
+    disruption_tables = [found for run in runs if (found := measure_disruptions(run)) is not None]
+    disruptions = pd.concat(disruption_tables, ignore_index=True) if disruption_tables else None
+    if disruptions is not None:
+        print()
+        print(markdown_table(disruptions, DISRUPTION_DECIMALS))
+        print()
+        print(markdown_notes(DISRUPTION_NOTES))
     # beside the first breach: what the members gave when a gate first failed (--etcd-profile-on-breach)
     captures = [line for run in runs for line in capture_lines(run.prefix, run.label if len(runs) > 1 else None)]
     if captures:
@@ -231,6 +242,8 @@ def run_compare(args: argparse.Namespace) -> int:
         write_csv(errors, args.out / "errors.csv")
         write_html(table, errors, notes + advice, charts, args.out / "report.html", TITLE)
         print(f"wrote comparison.md, comparison.csv, errors.csv, report.html and charts to {args.out}", file=sys.stderr)
+        if disruptions is not None:
+            _write_disruptions(disruptions, args.out)
         if level_runs:
             extra = ([""] + captures if captures else []) + ([""] + advice if advice else [])
             closing = "\n".join(sentences(level_runs) + extra)
@@ -244,6 +257,16 @@ def run_compare(args: argparse.Namespace) -> int:
             level_chart(level_runs, args.out / "levels")
             print(f"wrote levels.md, levels.csv, levels.json, levels.png and levels.svg to {args.out}", file=sys.stderr)
     return 0
+
+
+def _write_disruptions(table: pd.DataFrame, out: Path) -> None:
+    markdown = [f"# {DISRUPTIONS_TITLE}", markdown_table(table, DISRUPTION_DECIMALS), markdown_notes(DISRUPTION_NOTES)]
+    (out / "disruptions.md").write_text("\n\n".join(markdown) + "\n", encoding="utf-8")
+    write_csv(table, out / "disruptions.csv", {column: 3 for column in DISRUPTION_DECIMALS})
+    rows = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+    document = {"columns": list(table.columns), "rows": rows, "notes": DISRUPTION_NOTES}
+    (out / "disruptions.json").write_text(json.dumps(document, indent=2, default=_plain) + "\n", "utf-8")
+    print(f"wrote disruptions.md, disruptions.csv and disruptions.json to {out}", file=sys.stderr)
 
 
 def _plain(value: object) -> object:

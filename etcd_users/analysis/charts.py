@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullFormatter
 
 from etcd_users.analysis.client import CLIENT
+from etcd_users.analysis.disruptions import load_windows
 from etcd_users.analysis.levels import FAIL, RunLevels, latency_unit_ms
 from etcd_users.analysis.measure import RunMeasurement, run_start
 from etcd_users.analysis.server import MB, interval_rates, leader_change_times, member_series
@@ -129,6 +130,27 @@ def _mark_cut(axes, run: RunMeasurement, color: str) -> None:
         axes.axvline(run.cut_s - _run_start(run), color=color, linestyle=":", linewidth=1)
 
 
+def _shade_disruptions(axes, run: RunMeasurement, color: str) -> None:
+    """Each window of ``--etcd-disrupt`` as a band, labelled with its item."""
+    start = _run_start(run)
+    for window in load_windows(run.run.prefix) or ():
+        began, ended = window.get("started_at"), window.get("finished_at")
+        if began is None or ended is None:
+            continue
+        # at least a tenth of a second wide: a leader move of 50 ms is still seen
+        axes.axvspan(began - start, max(ended, began + 0.1) - start, color=color, alpha=0.15, linewidth=0)
+        axes.annotate(
+            window.get("item", ""),
+            (began - start, 1.0),
+            xycoords=("data", "axes fraction"),
+            fontsize=6,
+            rotation=90,
+            va="top",
+            ha="right",
+            color=color,
+        )
+
+
 def qps_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
     """Requests per second over the run, one line per run and name; dotted verticals mark warm-up cuts."""
     figure = Figure(figsize=(10, 4.5), layout="constrained")
@@ -157,7 +179,8 @@ def qps_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
 
 
 def latency_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
-    """P50 (dotted), P99 (solid) and P99.9 (dashed) over time, a panel per name, a color per run."""
+    """P50 (dotted), P99 (solid) and P99.9 (dashed) over time, a panel per name, a color per run; the windows of
+    ``--etcd-disrupt`` as shaded bands."""
     names = list(dict.fromkeys(name for run in runs for name in _plotted_names(run))) or [AGGREGATED]
     figure = Figure(figsize=(10, 3.2 * len(names)), layout="constrained")
     panels = figure.subplots(len(names), 1, squeeze=False, sharex=True)[:, 0]
@@ -172,6 +195,7 @@ def latency_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
                     steps = _steps(rows, rows[column], _run_start(run))
                     axes.plot(*steps, style, drawstyle="steps-post", color=color, label=f"{run.run.label} {label}")
             _mark_cut(axes, run, color)
+            _shade_disruptions(axes, run, color)
         axes.set_title(f"{name}: latency over time ({_kinds(runs, name)})")
         axes.set_ylabel("ms")
         axes.set_ylim(bottom=0)

@@ -27,7 +27,7 @@ from etcd_users.analysis.load import AnalysisError
 from etcd_users.files import HlogKey
 from etcd_users.hdr import add, merge
 
-__all__ = ["HlogKey", "in_window", "inside", "merge", "merge_intervals", "merge_window", "merge_windows"]
+__all__ = ["HlogKey", "in_window", "inside", "intervals", "merge", "merge_intervals", "merge_window", "merge_windows"]
 
 # Timestamps in the log have millisecond precision: an interval ending at 12.0005 s still ends "at" 12 s.
 EDGE_S = 0.001
@@ -57,7 +57,7 @@ def inside(start_s, end_s, window_start: float, window_end: float):
     return (start_s >= window_start - EDGE_S) & (end_s <= window_end + EDGE_S)
 
 
-def _intervals(path: Path):
+def intervals(path: Path):
     """(start_s, end_s, key, histogram) of each interval of the log, in file order; unix seconds."""
     reader = HistogramLogReader(str(path), _REFERENCE)
     try:
@@ -77,7 +77,7 @@ def _intervals(path: Path):
 def merge_intervals(path: Path, cut_s: float | None = None) -> dict[HlogKey, HdrHistogram]:
     """Merge the log's intervals per key, keeping those in the window after ``cut_s`` (unix seconds)."""
     merged: dict[HlogKey, HdrHistogram] = {}
-    for start_s, end_s, key, interval in _intervals(path):
+    for start_s, end_s, key, interval in intervals(path):
         if in_window(start_s, end_s, cut_s):
             merged[key] = add(merged.get(key), interval)
     return merged
@@ -94,7 +94,7 @@ def merge_windows(path: Path, windows: Sequence[tuple[float, float]]) -> list[di
     order = sorted(range(len(windows)), key=lambda index: windows[index][0])
     starts = [windows[index][0] for index in order]
     ends_so_far = list(accumulate((windows[index][1] for index in order), max))
-    for start_s, end_s, key, interval in _intervals(path):
+    for start_s, end_s, key, interval in intervals(path):
         # only windows that start at or before the interval and end at or after it can hold it
         position = bisect_right(starts, start_s + EDGE_S) - 1
         while position >= 0 and ends_so_far[position] >= end_s - EDGE_S:

@@ -80,8 +80,9 @@ class LatencyStore:
     """Recording side (every process) and merged side (master or single process) of the exact latencies."""
 
     def __init__(self) -> None:
-        # told of each second of each key as it is merged (histogram or None, failures): the live exporter's window
-        self.on_merged: Callable[[int, Key, HdrHistogram | None, int], None] | None = None
+        # told of each second of each key as it is merged (histogram or None, failures): the live exporter's window,
+        # the disruptions' cost
+        self.merged_listeners: list[Callable[[int, Key, HdrHistogram | None, int], None]] = []
         self.reset()
 
     # -- recording (hot path) --
@@ -200,8 +201,8 @@ class LatencyStore:
             per_second[key] = histogram  # no longer recorded into: owned from here on
         if self.windows:
             self.windows.add(second, key, histogram)
-        if self.on_merged is not None:
-            self.on_merged(second, key, histogram, 0)
+        for listener in self.merged_listeners:
+            listener(second, key, histogram, 0)
         if second <= self._last_sealed_second:
             logger.debug("latency of %s at %d arrived after that second was written; appended again", key, second)
 
@@ -211,8 +212,8 @@ class LatencyStore:
         per_second[key] = per_second.get(key, 0) + count
         if self.windows:
             self.windows.add_failures(second, key, count)
-        if self.on_merged is not None:
-            self.on_merged(second, key, None, count)
+        for listener in self.merged_listeners:
+            listener(second, key, None, count)
 
     # -- reading the merged side --
 

@@ -19,9 +19,10 @@ master already merges, never measured on the request path.
   ``locust_etcd_run_info{class,target,endpoints_count,version}``.
 
 Nothing is computed between scrapes except the window's bookkeeping: each merged second of each request name is kept
-as its non-zero HDR counts (``RecentSeconds``, fed by ``LatencyStore.on_merged``) for the window and dropped after,
-so memory stays bounded however long the run. A scrape runs in a greenlet of the process, like Locust's web UI, and
-costs about 1.5 ms per request name (most of it prometheus_client writing the 110 lines of each name's histogram).
+as its non-zero HDR counts (``RecentSeconds``, a listener of ``LatencyStore.merged_listeners``) for the window and
+dropped after, so memory stays bounded however long the run. A scrape runs in a greenlet of the process, like Locust's
+web UI, and costs about 1.5 ms per request name (most of it prometheus_client writing the 110 lines of each name's
+histogram).
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ class RecentSeconds:
         self._newest = 0
 
     def add(self, second: int, key: Key, histogram: HdrHistogram | None, failures: int) -> None:
-        """``LatencyStore.on_merged``: a second of a key merged on this process (from a worker or its own users)."""
+        """A listener of ``LatencyStore.merged_listeners``: a second of a key merged on this process (from a worker or
+        its own users)."""
         _type, name, series = key
         if series != SERVICE or second < self._newest - self.keep_s:
             return
@@ -380,7 +382,7 @@ def start(
     recent = RecentSeconds(window + MASTER_LAG_S + 2)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(RunCollector(environment, recorder, run_settings, recent, MASTER_LAG_S if is_master else 0))
-    recorder.store.on_merged = recent.add
+    recorder.store.merged_listeners.append(recent.add)
     server = WSGIServer((host, port), make_wsgi_app(registry), log=None, error_log=logger)
     try:
         server.start()

@@ -1,6 +1,6 @@
 """The settings of a run, one frozen dataclass per feature, each field declared once as its option
-(``etcd_users.settings.declare``): connection, workload, gates, monitoring, exporter and Kubernetes traffic. The
-shapes' live in ``etcd_users.shapes.options``.
+(``etcd_users.settings.declare``): connection, workload, gates, monitoring, exporter, Kubernetes traffic and
+disruptions. The shapes' live in ``etcd_users.shapes.options``.
 
 Pure: nothing of Locust, gRPC or the run, so the suite runner, the tests and the analysis can validate options
 without gevent's monkey patching. ``etcd_users.features`` registers the groups with Locust.
@@ -14,6 +14,7 @@ from etcd_users.settings.connection import (
     parse_endpoints,
 )
 from etcd_users.settings.declare import OptionGroup, SettingsError, option
+from etcd_users.settings.disruptions import DisruptionSettings
 from etcd_users.settings.etcd import EtcdSettings, settings_from_options
 from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import (
@@ -32,7 +33,10 @@ from etcd_users.settings.workload import DEFAULT_PREFIX, WorkloadSettings, parse
 
 # the --etcd-* groups in the order Locust's help and web UI show them: where the load goes and what it is judged by
 # first
-GROUPS = (ConnectionSettings, GateSettings, WorkloadSettings, MonitoringSettings, ExporterSettings, KubeSettings)
+GROUPS = (
+    *(ConnectionSettings, GateSettings, WorkloadSettings, MonitoringSettings, ExporterSettings, KubeSettings),
+    DisruptionSettings,
+)
 OPTIONS = tuple(declared for group in GROUPS for declared in group.options())
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "GROUPS",
     "OPTIONS",
     "ConnectionSettings",
+    "DisruptionSettings",
     "ExporterSettings",
     "GateSettings",
     "MonitoringSettings",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from etcd_users.arguments import shown
 from etcd_users.settings.connection import ConnectionSettings
 from etcd_users.settings.declare import SettingsError
+from etcd_users.settings.disruptions import DisruptionSettings
 from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
@@ -24,6 +25,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
     monitoring: MonitoringSettings
     exporter: ExporterSettings
     k8s: KubeSettings
+    disruptions: DisruptionSettings
 
     @classmethod
     def build(cls, values, namespace, **context):
@@ -35,6 +37,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
             k8s=KubeSettings.from_options(
                 namespace, prefix=values["prefix"], max_request_bytes=values["max_request_bytes"]
             ),
+            disruptions=DisruptionSettings.from_options(namespace),
         )
         settings.check_keys()
         _check_request_sizes(settings)

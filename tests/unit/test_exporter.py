@@ -72,7 +72,7 @@ def test_a_real_environment_and_recorder_give_every_metric(monkeypatch):
     environment = Environment(events=Events())
     recorder = LatencyRecorder(environment)
     recent = RecentSeconds(keep_s=20)
-    recorder.store.on_merged = recent.add
+    recorder.store.merged_listeners.append(recent.add)
     now = time.time()
     monkeypatch.setattr(store_module, "_now", lambda: now - 3)
     for latency_ms in (0.5, 1.0, 1.5, 2.0):

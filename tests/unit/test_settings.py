@@ -297,6 +297,8 @@ BAD_OPTIONS = [
     bad("etcd_k8s_object_size", "-1", "--etcd-k8s-object-size: '-1' is not MIN:MAX"),
     bad("etcd_k8s_object_size", "2000000", "--etcd-k8s-object-size: objects of 2000000 bytes are larger than "
         "etcd's --max-request-bytes"),
+    bad("etcd_disrupt", "defrag@soon", "--etcd-disrupt: 'defrag@soon' has no time after '@'"),
+    bad("etcd_disrupt", LONG, f"--etcd-disrupt: {SHORT_LONG} is not an item of the schedule"),
     bad("etcd_k8s_page_size", 0, "--etcd-k8s-page-size: 0 must be greater than zero"),
     bad("etcd_k8s_read_mix", "get:5,watch:3", "--etcd-k8s-read-mix: 'watch:3' is not NAME:WEIGHT"),
     bad("etcd_k8s_read_mix", "get:0", "--etcd-k8s-read-mix: give at least one name with a positive weight"),
@@ -316,6 +318,7 @@ NO_BAD_VALUE = {
     *("--etcd-sequential-keys", "--etcd-allow-existing", "--etcd-cleanup", "--etcd-skip-preflight"),
     "--etcd-local-pprof",
     "--etcd-k8s-compact-allowed",
+    "--etcd-disrupt-allowed",
 }
 
 

@@ -1,0 +1,130 @@
+"""The cost of each disruption of a run (``PREFIX_disruptions.json``), from the exact files: the per-second
+histograms of ``PREFIX_latency.hlog`` and the per-second counts of ``PREFIX_latency_history.csv`` (service series),
+measured by ``etcd_users.disruptions.cost`` as the run measured them live, but over every second the run wrote (the
+live line may miss a master's last worker reports). The errors by label are the run's own (Locust keeps no time of
+an error): those counted between the action's start and the moment its window's seconds were in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from etcd_users.analysis.hlog import intervals
+from etcd_users.analysis.load import AnalysisError, Run
+from etcd_users.disruptions.cost import RECOVERED_RATIO, Second, cost
+from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SERVICE, SUFFIXES, tag_text
+from etcd_users.hdr import add
+
+COLUMNS = (
+    *("run", "disruption", "members", "ok", "started (s)", "lasted (s)", "name", "gap (s)"),
+    *("P99 before (ms)", "P99 during (ms)", "P99 x", "P99.9 before (ms)", "P99.9 during (ms)"),
+    *("requests", "errors", "errors by label", "recovery (s)", "result"),
+)
+
+
+def load_windows(prefix: str) -> list[dict] | None:
+    """The windows of ``PREFIX_disruptions.json``; None when the run had no disruptions."""
+    path = Path(prefix + SUFFIXES["disruptions"])
+    if not path.is_file():
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise AnalysisError(f"{path} is not readable JSON: {error}") from None
+    if not isinstance(document, dict) or document.get("schema") != DISRUPTIONS_SCHEMA_VERSION:
+        raise AnalysisError(f"{path} is not a disruptions file of schema {DISRUPTIONS_SCHEMA_VERSION}")
+    return [window for window in document.get("windows", []) if isinstance(window, dict)]
+
+
+def per_second(run: Run) -> dict[str, dict[int, Second]]:
+    """Each request name's seconds of the service series: counts from the history, histograms from the hlog."""
+    history = run.latency_history
+    if history is None or run.hlog_path is None:
+        raise AnalysisError(
+            f"{run.prefix}: the disruptions' cost needs {SUFFIXES['latency_history']} and "
+            f"{SUFFIXES['hlog']} (the exact files of --csv)"
+        )
+    rows = history[history["Series"] == SERVICE]
+    counts: dict[str, dict[int, list[int]]] = {}
+    columns = (rows["Name"], rows["Timestamp"], rows["Requests"], rows["Failures"])
+    for name, second, requests, failures in zip(*columns, strict=True):
+        seconds = counts.setdefault(name, {})
+        total = seconds.setdefault(int(second), [0, 0])  # a late report writes a second twice: add them
+        total[0] += int(requests)
+        total[1] += int(failures)
+    histograms: dict[tuple[str, int], object] = {}
+    for start_s, _end_s, key, histogram in intervals(run.hlog_path):
+        if key.series == SERVICE:
+            slot = (key.name, round(start_s))
+            histograms[slot] = add(histograms.get(slot), histogram)
+    data = {}
+    for name, seconds in counts.items():
+        data[name] = {
+            second: Second(requests - failures, failures, histograms.get((tag_text(name), second)))
+            for second, (requests, failures) in sorted(seconds.items())
+        }
+    return data
+
+
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def measure(run: Run) -> pd.DataFrame | None:
+    """One row per window and request name; None when the run had no disruptions."""
+    windows = load_windows(run.prefix)
+    if windows is None:
+        return None
+    data = per_second(run) if windows else {}
+    first = min((s for seconds in data.values() for s in seconds), default=0)
+    rows = []
+    for window in windows:
+        started, finished = window.get("started_at"), window.get("finished_at")
+        if started is None or finished is None:
+            continue  # still going when the run ended, without an end
+        live = {entry.get("name"): entry for entry in window.get("cost", []) if isinstance(entry, dict)}
+        for name, seconds in sorted(data.items()):
+            measured = cost(name, seconds, started, finished)
+            labels = live.get(name, {}).get("errors_by_label") or {}
+            rows.append(
+                {
+                    "run": run.label,
+                    "disruption": window.get("item", window.get("action", "")),
+                    "members": " ".join(window.get("members", [])),
+                    "ok": "yes" if window.get("ok") else f"no: {window.get('error', '')}",
+                    "started (s)": started - first,
+                    "lasted (s)": finished - started,
+                    "name": name,
+                    "gap (s)": measured.gap_s,
+                    "P99 before (ms)": _number(measured.p99_before_ms),
+                    "P99 during (ms)": _number(measured.p99_ms),
+                    "P99 x": _number(measured.p99_ms) / _number(measured.p99_before_ms)
+                    if measured.p99_before_ms
+                    else math.nan,
+                    "P99.9 before (ms)": _number(measured.p999_before_ms),
+                    "P99.9 during (ms)": _number(measured.p999_ms),
+                    "requests": measured.requests,
+                    "errors": measured.errors,
+                    "errors by label": ", ".join(f"{label} ×{count}" for label, count in sorted(labels.items())),
+                    "recovery (s)": _number(measured.recovery_s),
+                    "result": window.get("result", ""),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+DECIMALS = {
+    **{"started (s)": 1, "lasted (s)": 2, "P99 x": 2, "recovery (s)": 1},
+    **{column: 2 for column in COLUMNS if column.endswith("(ms)")},
+}
+NOTES = [
+    "a window is the whole seconds its action touched (one at least); before: the 30 s ending where it begins",
+    "gap: the longest run of whole seconds without a successful response starting in the window (1 s resolution)",
+    f"recovery: from the action's end to the first second whose P99 is within {RECOVERED_RATIO:g}x of before "
+    "(empty: none was)",
+    "errors by label: Locust's counts from the action's start until its window's seconds were in",
+]

@@ -1,0 +1,290 @@
+"""``--etcd-disrupt``: the master (or single process) does each item of the schedule at its time while the load goes
+on, records its window, and logs what it cost the requests.
+
+``install(events)`` wires the listeners after the tool's own (``etcd_users.plugin``), which resolve the run's
+settings and start the local etcd first. At init the schedule is checked against the endpoints (signals only on the
+local etcd the tool started, anything on other endpoints only with ``--etcd-disrupt-allowed``); at test start a
+greenlet waits for each item's time (from the test start) and starts its action in a greenlet of its own, on
+connections of its own (``Probe``), never on a worker. Each action is a window: requested, started and finished at
+(unix seconds), ok, a line of result, the error label when it failed; the windows go to ``PREFIX_disruptions.json``
+(with ``--csv PREFIX``), rewritten as each window closes and as its cost is known.
+
+The cost, per request name (``etcd_users.disruptions.cost``), comes from the seconds the exact latency store merges:
+once those up to the window's end are in, and again each second until the P99 is back within 1.2x of before or
+``RECOVERY_CAP_S`` have passed, then it is logged, one line per name, with the errors during the window by etcd's
+label (Locust's error counts before and after). At test stop the actions still running are interrupted (a member
+killed or frozen comes back), and the cost of windows still open is logged with the seconds there are.
+"""
+
+import locust  # noqa: F401  (gevent's monkey patching must come first)
+from locust.runners import WorkerRunner
+
+import json
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import gevent
+import gevent.pool
+import grpc
+
+from etcd_users.disruptions import cost as costs
+from etcd_users.disruptions.actions import GRPC_ACTIONS, ActionError, Done, member_statuses, signal_member
+from etcd_users.disruptions.schedule import LOCAL_ONLY, Disruption, ScheduleError, check_allowed
+from etcd_users.disruptions.seconds import RecentSeconds
+from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
+from etcd_users.settings import EtcdSettings
+from etcd_users.transport.errors import EndpointError, error_label
+from etcd_users.transport.probe import Probe
+
+logger = logging.getLogger(__name__)
+
+RECOVERY_CAP_S = 30  # the cost is logged at the latest this long after a window's end
+COST_POLL_S = 1.0
+KEEP_MARGIN_S = 10
+
+
+def disruptions_file(prefix: str) -> str:
+    return f"{prefix}{SUFFIXES['disruptions']}"
+
+
+@dataclass
+class Window:
+    """One disruption as it went; ``cost``: per request name, once known."""
+
+    disruption: Disruption
+    requested_at: float
+    members: list[str] = field(default_factory=list)
+    started_at: float | None = None
+    finished_at: float | None = None
+    ok: bool | None = None
+    result: str = ""
+    error: str = ""
+    cost: list[dict] = field(default_factory=list)
+    errors_before: dict[tuple[str, str], int] = field(default_factory=dict)  # Locust's, when the action started
+
+    def record(self) -> dict:
+        return {
+            "item": self.disruption.text,
+            "action": self.disruption.action,
+            "members": self.members,
+            "requested_at": round(self.requested_at, 3),
+            "started_at": None if self.started_at is None else round(self.started_at, 3),
+            "finished_at": None if self.finished_at is None else round(self.finished_at, 3),
+            "ok": self.ok,
+            "result": self.result,
+            "error": self.error,
+            "cost": self.cost,
+        }
+
+
+class DisruptionRun:
+    """The schedule of one run, from its test start to its test stop."""
+
+    def __init__(self, environment, settings: EtcdSettings, cluster, recorder, seconds: RecentSeconds) -> None:
+        self.environment = environment
+        self.settings = settings
+        self.cluster = cluster  # the local etcd, or None
+        self.recorder = recorder
+        self.seconds = seconds
+        self.probe = Probe(settings)
+        prefix = getattr(environment.parsed_options, "csv_prefix", None)
+        self.path = disruptions_file(prefix) if prefix else None
+        self.windows: list[Window] = []
+        self.started_at = time.time()
+        self._greenlets = gevent.pool.Group()
+        self._scheduler: gevent.Greenlet | None = None
+
+    def start(self) -> None:
+        self._scheduler = gevent.spawn(self._schedule)
+        self._write()
+
+    def _schedule(self) -> None:
+        for disruption in sorted(self.settings.disruptions.schedule, key=lambda d: d.at):
+            gevent.sleep(max(0.0, self.started_at + disruption.at - time.time()))
+            window = Window(disruption, time.time())
+            self.windows.append(window)
+            self._greenlets.spawn(self._act, window)
+
+    def _act(self, window: Window) -> None:
+        disruption = window.disruption
+        done = Done()
+        window.errors_before = self._errors()
+        try:
+            if disruption.action in LOCAL_ONLY:
+                signal_member(self.cluster, self.probe.run(member_statuses), disruption, done)
+            else:
+                self.probe.run(lambda pool: GRPC_ACTIONS[disruption.action](pool, disruption, done))
+            window.ok = True
+        except (ActionError, EndpointError) as error:
+            window.ok, window.error = False, str(error)
+        except (grpc.aio.AioRpcError, TimeoutError) as error:
+            window.ok, window.error = False, error_label(error)
+        except gevent.GreenletExit:
+            window.ok, window.error = False, "interrupted: the run stopped"
+            raise
+        except Exception as error:  # a disruption that fails never stops the run
+            window.ok, window.error = False, f"{type(error).__name__}: {error}"
+        finally:
+            window.finished_at = time.time()
+            window.started_at = done.started_at or window.finished_at
+            window.members, window.result = done.members, done.result
+            self._closed(window)
+        self._watch_cost(window)
+
+    def _closed(self, window: Window) -> None:
+        item = window.disruption.text
+        if window.ok:
+            logger.info("disruption %s: %s", item, window.result)
+        else:
+            logger.warning("disruption %s failed: %s", item, window.error)
+        self._write()
+
+    # -- the cost --
+
+    def _last_complete_second(self) -> int | None:
+        covered = self.recorder.covered_until()
+        return None if covered is None else math.floor(covered) - 1
+
+    def _watch_cost(self, window: Window) -> None:
+        """Wait for the seconds up to the window's end, then until the P99 is back or the cap; log the cost."""
+        end = math.floor(window.finished_at)
+        errors_after = None
+        while True:
+            gevent.sleep(COST_POLL_S)
+            last = self._last_complete_second()
+            if last is None or last < end:
+                continue
+            if errors_after is None:  # the errors of the window's seconds, not of the recovery's
+                errors_after = self._errors()
+            measured = self._cost(window, last)
+            if all(c.recovery_s is not None or c.p99_before_ms is None for c in measured) or (
+                last >= end + RECOVERY_CAP_S
+            ):
+                self._log_cost(window, measured, errors_after)
+                return
+
+    def _cost(self, window: Window, last: int | None) -> list[costs.Cost]:
+        return [
+            costs.cost(name, self.seconds.per_second(name), window.started_at, window.finished_at, last)
+            for name in self.seconds.names()
+        ]
+
+    def _errors(self) -> dict[tuple[str, str], int]:
+        """Locust's error counts so far, by request name and etcd's label."""
+        return {(e.name, str(e.error)): e.occurrences for e in self.environment.stats.errors.values()}
+
+    def _log_cost(self, window: Window, measured: list[costs.Cost], errors_after) -> None:
+        errors_before = window.errors_before
+        window.cost = []
+        for each in measured:
+            labels = {
+                label: count - errors_before.get((name, label), 0)
+                for (name, label), count in errors_after.items()
+                if name == each.name and count > errors_before.get((name, label), 0)
+            }
+            logger.info("disruption %s cost: %s", window.disruption.text, costs.describe(each, labels))
+            window.cost.append({**each._asdict(), "errors_by_label": labels})
+        self._write()
+
+    # -- the file --
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        document = {"schema": DISRUPTIONS_SCHEMA_VERSION, "windows": [w.record() for w in self.windows]}
+        try:
+            temporary = f"{self.path}.tmp"
+            with open(temporary, "w") as out:
+                json.dump(document, out, indent=1)
+            os.replace(temporary, self.path)
+        except OSError as error:
+            logger.warning("could not write %s: %s", self.path, error)
+
+    def stop(self) -> None:
+        """Stop the schedule, bring back any member still down, log the cost of what has none yet."""
+        if self._scheduler is not None:
+            self._scheduler.kill(block=True)
+        self._greenlets.kill(block=True, timeout=30)
+        self.recorder.collect()
+        last = self._last_complete_second()
+        for window in self.windows:
+            if window.finished_at is not None and not window.cost:
+                self._log_cost(window, self._cost(window, last), self._errors())
+        self.probe.close()
+        self._write()
+
+
+class Disruptions:
+    """The listeners of a process: one ``DisruptionRun`` per run, on the master or the single process."""
+
+    def __init__(self, events) -> None:
+        self.events = events
+        self.run: DisruptionRun | None = None
+        self.seconds: RecentSeconds | None = None
+
+    def _plugin(self):
+        return getattr(self.events, "etcd_users_plugin", None)
+
+    def _check(self, settings: EtcdSettings) -> None:
+        plugin = self._plugin()
+        local = plugin.target.local
+        disruptions = settings.disruptions
+        check_allowed(disruptions.schedule, [e.url for e in settings.endpoints], local is not None, disruptions.allowed)
+
+    def on_init(self, environment, runner=None, **_kwargs) -> None:
+        plugin = self._plugin()
+        if plugin is None or isinstance(runner, WorkerRunner) or plugin.run_settings is None:
+            return
+        try:
+            self._check(plugin.run_settings)
+        except ScheduleError as error:
+            plugin.fail(str(error))
+        self.seconds = RecentSeconds(0)
+        plugin.recorder.store.merged_listeners.append(self.seconds.add)
+
+    def on_test_start(self, environment, **_kwargs) -> None:
+        plugin = self._plugin()
+        self._stop()
+        if plugin is None or isinstance(environment.runner, WorkerRunner) or self.seconds is None:
+            return
+        settings = plugin.run_settings
+        if settings is None or not settings.disruptions.schedule:
+            return
+        try:
+            self._check(settings)  # the web UI's form may bring another schedule
+        except ScheduleError as error:
+            logger.error("locust-etcd: error: %s", error)
+            gevent.spawn(environment.runner.stop)
+            return
+        longest = max(d.duration for d in settings.disruptions.schedule)
+        self.seconds.keep_s = costs.BEFORE_S + math.ceil(longest) + RECOVERY_CAP_S + KEEP_MARGIN_S
+        self.run = DisruptionRun(environment, settings, plugin.target.local, plugin.recorder, self.seconds)
+        self.run.start()
+        logger.info("disruptions: %s (from the test start)", ", ".join(d.text for d in settings.disruptions.schedule))
+
+    def on_test_stop(self, **_kwargs) -> None:
+        self._stop()
+
+    def on_quit(self, **_kwargs) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.run is not None:
+            self.run.stop()
+            self.run = None
+
+
+def install(events) -> Disruptions:
+    """Wire the disruptions into ``events`` once, after ``etcd_users.plugin.install``."""
+    installed = getattr(events, "etcd_users_disruptions", None)
+    if installed is None:
+        installed = Disruptions(events)
+        events.etcd_users_disruptions = installed
+        events.init.add_listener(installed.on_init)
+        events.test_start.add_listener(installed.on_test_start)
+        events.test_stop.add_listener(installed.on_test_stop)
+        events.quit.add_listener(installed.on_quit)
+    return installed

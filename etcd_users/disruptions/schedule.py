@@ -1,0 +1,168 @@
+"""The grammar of ``--etcd-disrupt``: what to do to the cluster, to which member, and when. Pure: no Locust, no gRPC.
+
+A schedule is comma-separated items ``ACTION[=KEEP][:MEMBER]@TIME[+DURATION]``; TIME counts from the run's start
+(Locust's test start), DURATION from the action's. Times are ``120s``, ``2m``, ``1.5s``, ``1h`` or a plain number
+of seconds. Every item is checked here, each refusal one line that quotes the item and shows the expected form;
+whether the actions may touch the endpoints at all (``check_allowed``) depends on who started them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import NamedTuple
+
+from etcd_users.arguments import shown
+
+FLAG = "--etcd-disrupt"
+ALLOWED_FLAG = "--etcd-disrupt-allowed"
+
+LEADER, FOLLOWER, ALL = "leader", "follower", "all"
+ROLES = (LEADER, FOLLOWER, ALL)
+
+# action -> the members it may name (URL: a client URL among the endpoints), and whether it takes a duration
+# ("required", "optional" or "none")
+ACTIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "defrag": ((LEADER, FOLLOWER, ALL, "URL"), "none"),
+    "move-leader": ((FOLLOWER, "URL"), "none"),  # the member that becomes leader
+    "snapshot": ((LEADER, FOLLOWER, "URL"), "none"),
+    "compact": ((), "none"),  # cluster-wide: no member
+    "kill": ((LEADER, FOLLOWER, "URL"), "required"),  # SIGKILL, started again after DURATION
+    "restart": ((LEADER, FOLLOWER, "URL"), "optional"),  # SIGTERM, started again after DURATION (default at once)
+    "freeze": ((LEADER, FOLLOWER, "URL"), "required"),  # SIGSTOP, SIGCONT after DURATION
+}
+LOCAL_ONLY = frozenset({"kill", "restart", "freeze"})  # they signal the member's process: the tool's own etcd only
+DEFAULT_MEMBER = {action: (members or ("",))[0] for action, (members, _) in ACTIONS.items()}
+
+EXAMPLE = "defrag:leader@120s,move-leader@300s,snapshot@400s,compact=1000@450s,kill:follower@500s+30s"
+FORM = "ACTION[:MEMBER]@TIME[+DURATION] (e.g. defrag:leader@120s, kill:follower@500s+30s, compact=1000@60s)"
+
+_ITEM = re.compile(
+    r"""^(?P<action>[a-z-]+)
+        (?:=(?P<keep>[^:@]*))?
+        (?::(?P<member>[^@]+))?
+        @(?P<at>[^+]*)
+        (?:\+(?P<duration>.*))?$""",
+    re.VERBOSE,
+)
+_TIME = re.compile(r"^(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>s|m|h)?$")
+_UNITS = {None: 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+_URL = re.compile(r"^https?://[^/\s:]+:[0-9]+/?$")
+
+
+class ScheduleError(ValueError):
+    """An item of the schedule, or the schedule against the endpoints, refused in one line that names the option."""
+
+
+class Disruption(NamedTuple):
+    """One item of the schedule. ``member``: leader, follower, all or a client URL ('' for compact); ``keep``: the
+    revisions a compaction keeps; ``duration``: seconds until the member is started again or thawed (0: none)."""
+
+    action: str
+    member: str
+    at: float
+    duration: float = 0.0
+    keep: int = 0
+
+    @property
+    def text(self) -> str:
+        """The item as written in the schedule's canonical form."""
+        keep = f"={self.keep}" if self.action == "compact" and self.keep else ""
+        member = f":{self.member}" if self.member else ""
+        duration = f"+{self.duration:g}s" if self.duration else ""
+        return f"{self.action}{keep}{member}@{self.at:g}s{duration}"
+
+
+def _refuse(item: str, why: str) -> ScheduleError:
+    return ScheduleError(f"{FLAG}: {shown(item)} {why}; expected {FORM}")
+
+
+def parse_seconds(text: str) -> float | None:
+    """``120s``, ``2m``, ``1.5s``, ``1h`` or a plain number of seconds; None when the text is none of these."""
+    match = _TIME.match(text.strip())
+    if match is None:
+        return None
+    value = float(match["number"]) * _UNITS[match["unit"]]
+    return value if math.isfinite(value) else None
+
+
+def parse_item(item: str) -> Disruption:
+    """One ``ACTION[=KEEP][:MEMBER]@TIME[+DURATION]``, checked; ``ScheduleError`` in one line when it is not."""
+    text = item.strip()
+    match = _ITEM.match(text)
+    if match is None:
+        raise _refuse(item, "is not an item of the schedule")
+    action = match["action"]
+    if action not in ACTIONS:
+        raise _refuse(item, f"has an unknown action {action!r} (one of {', '.join(ACTIONS)})")
+    members, takes_duration = ACTIONS[action]
+    keep = 0
+    if match["keep"] is not None:
+        if action != "compact" or not match["keep"].isdigit():
+            raise _refuse(item, "has '=' where only compact=KEEP (the revisions to keep, a whole number) may")
+        keep = int(match["keep"])
+    member = DEFAULT_MEMBER[action]
+    if match["member"] is not None:
+        member = match["member"].strip()
+        if not members:
+            raise _refuse(item, f"names a member, but {action} acts on the whole cluster")
+        if member not in members and not ("URL" in members and _URL.match(member)):
+            named = ", ".join("a client URL http(s)://HOST:PORT" if m == "URL" else m for m in members)
+            raise _refuse(item, f"names member {member!r}; {action} takes {named}")
+        member = member.rstrip("/")
+    at = parse_seconds(match["at"])
+    if at is None:
+        raise _refuse(item, "has no time after '@' such as 120s, 2m or 1.5s (seconds from the run's start)")
+    duration = 0.0
+    if match["duration"] is not None:
+        if takes_duration == "none":
+            raise _refuse(item, f"has a +DURATION, which {action} does not take (only kill, restart and freeze)")
+        duration = parse_seconds(match["duration"])
+        if duration is None or duration <= 0:
+            raise _refuse(item, "has no duration after '+' such as 30s or 1.5s (above zero)")
+    elif takes_duration == "required":
+        raise _refuse(item, f"has no +DURATION: {action} needs how long until the member is back, e.g. +30s")
+    return Disruption(action, member, at, duration, keep)
+
+
+def parse_schedule(flag: str, text: str) -> tuple[Disruption, ...]:
+    """The whole option: its items in the order given (the runner orders them by time); empty text, none."""
+    if not text.strip():
+        return ()
+    items = text.split(",")
+    for item in items:
+        if not item.strip():
+            raise ScheduleError(
+                f"{flag}: {shown(text)} has an empty item; separate items by single commas, e.g. {EXAMPLE}"
+            )
+    return tuple(parse_item(item) for item in items)
+
+
+def check_allowed(schedule: tuple[Disruption, ...], endpoints: list[str], local: bool, allowed: bool) -> None:
+    """The schedule against the run's endpoints: members named by URL are among them; on endpoints the tool did not
+    start, signals are refused and any other action needs ``--etcd-disrupt-allowed``."""
+    urls = [url.rstrip("/") for url in endpoints]
+    for disruption in schedule:
+        if disruption.member not in ROLES and disruption.member and disruption.member not in urls:
+            raise ScheduleError(
+                f"{FLAG}: {shown(disruption.text)} names {disruption.member}, which is not among the endpoints "
+                f"({', '.join(urls)}); name one of them, or leader or follower"
+            )
+        if disruption.member == FOLLOWER and len(urls) == 1:
+            raise ScheduleError(
+                f"{FLAG}: {shown(disruption.text)} needs a follower, and the cluster has one member; use "
+                "--etcd-local-members 3 or give all members in --etcd-endpoints"
+            )
+    if local or not schedule:
+        return
+    signalled = [d.text for d in schedule if d.action in LOCAL_ONLY]
+    if signalled:
+        raise ScheduleError(
+            f"{FLAG}: {shown(signalled[0])} signals a member's process, which only the local etcd the tool starts "
+            "allows; leave out --etcd-endpoints for a local cluster, or use defrag, move-leader, snapshot or compact"
+        )
+    if not allowed:
+        raise ScheduleError(
+            f"{FLAG}: the endpoints given are not the tool's own etcd; pass {ALLOWED_FLAG} to disrupt them "
+            f"({schedule[0].text} first)"
+        )

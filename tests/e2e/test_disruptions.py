@@ -1,0 +1,99 @@
+"""``--etcd-disrupt`` under a steady put load: each action leaves a window in PREFIX_disruptions.json whose cost (gap,
+P99, P99.9, requests, errors) is what the exact files say for that window; refusals are one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from checks import assert_no_traceback, refusal_line
+from support import HEADLESS, headless_args, run_analysis, run_locust
+
+from etcd_users.analysis.disruptions import per_second
+from etcd_users.analysis.load import load_run
+from etcd_users.disruptions.cost import cost
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+COMPARED = ("gap_s", "p99_ms", "p999_ms", "p99_before_ms", "p999_before_ms", "requests", "errors")
+
+
+def windows(prefix: Path) -> list[dict]:
+    document = json.loads(Path(f"{prefix}_disruptions.json").read_text())
+    assert document["schema"] == 1
+    return document["windows"]
+
+
+def assert_cost_agrees_with_the_exact_files(prefix: Path, window: dict) -> None:
+    """The live cost, measured again from the hlog and the latency history over the same seconds."""
+    data = per_second(load_run(str(prefix)))
+    assert window["cost"], window
+    for live in window["cost"]:
+        seconds = data[live["name"]]
+        exact = cost(live["name"], seconds, window["started_at"], window["finished_at"])._asdict()
+        assert {key: live[key] for key in COMPARED} == {key: exact[key] for key in COMPARED}, window["item"]
+        assert live["requests"] > 0, window["item"]  # the load went on: the window has data of its own
+
+
+def test_a_defrag_of_the_leader_and_a_leader_move_under_load(etcd3, tmp_out):
+    prefix = tmp_out / "run"
+    schedule = "defrag:leader@3s,move-leader@6s"
+    args = headless_args(etcd3, prefix, "--etcd-disrupt", schedule, "--etcd-disrupt-allowed", users=8, seconds=12)
+    result = run_locust(*args, "EtcdPutUser", timeout=90)
+    assert_no_traceback(result.stdout + result.stderr)
+    # 1: puts that the defragmenting or the outgoing leader held past their deadline failed, under their labels
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    assert f"{prefix}_disruptions.json" in result.stderr  # among the files written
+    defrag, move = windows(prefix)
+    assert (defrag["item"], defrag["ok"], move["item"], move["ok"]) == (
+        "defrag:leader@3s",
+        True,
+        "move-leader:follower@6s",
+        True,
+    ), (defrag, move)
+    assert defrag["result"] == f"defrag of {defrag['members'][0]} took " + defrag["result"].rsplit(" took ", 1)[1]
+    old, new = move["members"]
+    assert old != new and move["result"].startswith(f"leader moved from {old} to {new} in ")
+    for window in (defrag, move):
+        assert window["requested_at"] <= window["started_at"] <= window["finished_at"]
+        assert_cost_agrees_with_the_exact_files(prefix, window)
+        assert f"disruption {window['item']} cost: put: longest gap without a success" in result.stderr
+    analysis = run_analysis(prefix, "--out", tmp_out / "analysis")
+    assert analysis.returncode == 0, analysis.stderr
+    assert "| defrag:leader@3s |" in analysis.stdout and "| move-leader:follower@6s |" in analysis.stdout
+    assert (tmp_out / "analysis" / "disruptions.csv").is_file()
+
+
+def test_a_follower_killed_and_a_leader_frozen_on_the_tool_s_own_cluster(tmp_out):
+    prefix = tmp_out / "run"
+    timing = ("-u", "8", "-r", "8", "-t", "16s", "--csv", str(prefix), "--etcd-local-members", "3")
+    schedule = "kill:follower@3s+2s,freeze:leader@9s+3s"
+    result = run_locust(*HEADLESS, *timing, "--etcd-disrupt", schedule, "EtcdPutUser", timeout=120)
+    assert_no_traceback(result.stdout + result.stderr)
+    assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: requests to the lost members failed
+    kill, freeze = windows(prefix)
+    assert kill["ok"] and freeze["ok"], (kill, freeze)
+    assert " killed (SIGKILL), started again after " in kill["result"]
+    assert kill["finished_at"] - kill["started_at"] >= 2.0  # down for its duration, then healthy again
+    assert " frozen (SIGSTOP) for " in freeze["result"]
+    assert freeze["finished_at"] - freeze["started_at"] >= 3.0
+    for window in (kill, freeze):
+        assert_cost_agrees_with_the_exact_files(prefix, window)
+
+
+def test_a_kill_on_endpoints_the_tool_did_not_start_is_refused_in_one_line(etcd1, tmp_out):
+    args = headless_args(etcd1, tmp_out / "run", "--etcd-disrupt", "kill:leader@1s+1s", "--etcd-disrupt-allowed")
+    line = refusal_line(run_locust(*args, "EtcdPutUser", timeout=60))
+    assert line == (
+        "locust-etcd: error: --etcd-disrupt: 'kill:leader@1s+1s' signals a member's process, which only the local "
+        "etcd the tool starts allows; leave out --etcd-endpoints for a local cluster, or use defrag, move-leader, "
+        "snapshot or compact"
+    )
+
+
+def test_a_disruption_on_given_endpoints_needs_the_allowance(etcd1, tmp_out):
+    args = headless_args(etcd1, tmp_out / "run", "--etcd-disrupt", "defrag@1s")
+    line = refusal_line(run_locust(*args, "EtcdPutUser", timeout=60))
+    assert line.startswith("locust-etcd: error: --etcd-disrupt: the endpoints given are not the tool's own etcd; pass ")
+    assert "--etcd-disrupt-allowed" in line

@@ -1,0 +1,154 @@
+"""The grammar of ``--etcd-disrupt`` (``etcd_users.disruptions.schedule``): good items parse to exact records, each
+bad one is refused in one line that names the option, quotes the item and shows the expected form."""
+
+import argparse
+
+import pytest
+
+from etcd_users.disruptions.schedule import (
+    Disruption,
+    ScheduleError,
+    check_allowed,
+    parse_item,
+    parse_schedule,
+    parse_seconds,
+)
+from etcd_users.settings import OPTIONS, DisruptionSettings, SettingsError
+
+URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ("defrag@120s", Disruption("defrag", "leader", 120.0)),
+        ("defrag:all@2m", Disruption("defrag", "all", 120.0)),
+        ("defrag:follower@1.5s", Disruption("defrag", "follower", 1.5)),
+        (f"defrag:{URL_A}@10", Disruption("defrag", URL_A, 10.0)),
+        (f"defrag:{URL_A}/@10", Disruption("defrag", URL_A, 10.0)),
+        ("move-leader@300s", Disruption("move-leader", "follower", 300.0)),
+        (f"move-leader:{URL_B}@5m", Disruption("move-leader", URL_B, 300.0)),
+        ("snapshot@400s", Disruption("snapshot", "leader", 400.0)),
+        ("snapshot:follower@.5s", Disruption("snapshot", "follower", 0.5)),
+        ("compact@60s", Disruption("compact", "", 60.0)),
+        ("compact=1000@60s", Disruption("compact", "", 60.0, keep=1000)),
+        ("kill:follower@500s+30s", Disruption("kill", "follower", 500.0, 30.0)),
+        ("kill@1h+1m", Disruption("kill", "leader", 3600.0, 60.0)),
+        ("restart:follower@20s", Disruption("restart", "follower", 20.0)),
+        ("restart@20s+2s", Disruption("restart", "leader", 20.0, 2.0)),
+        ("freeze:leader@700s+10s", Disruption("freeze", "leader", 700.0, 10.0)),
+        (" freeze:leader@700s+10s ", Disruption("freeze", "leader", 700.0, 10.0)),
+    ],
+)
+def test_each_good_item_parses_to_its_record(item, expected):
+    assert parse_item(item) == expected
+    assert parse_item(expected.text) == expected  # the canonical form reads back the same
+
+
+def test_a_schedule_keeps_its_items_in_the_order_given():
+    text = "defrag:leader@120s,move-leader@300s,snapshot@400s,kill:follower@500s+30s,freeze:leader@700s+10s,defrag@1s"
+    assert [d.text for d in parse_schedule("--etcd-disrupt", text)] == [
+        "defrag:leader@120s",
+        "move-leader:follower@300s",
+        "snapshot:leader@400s",
+        "kill:follower@500s+30s",
+        "freeze:leader@700s+10s",
+        "defrag:leader@1s",
+    ]
+    assert parse_schedule("--etcd-disrupt", "  ") == ()
+
+
+@pytest.mark.parametrize(
+    ("item", "why"),
+    [
+        ("defrag", "is not an item of the schedule"),
+        ("defrag:leader", "is not an item of the schedule"),
+        ("reboot@10s", "has an unknown action 'reboot'"),
+        ("Defrag@10s", "is not an item of the schedule"),
+        ("defrag@", "has no time after '@'"),
+        ("defrag@10x", "has no time after '@'"),
+        ("defrag@-5s", "has no time after '@'"),
+        ("defrag@nan", "has no time after '@'"),
+        ("defrag@1e999", "has no time after '@'"),
+        ("defrag:boss@10s", "names member 'boss'; defrag takes leader, follower, all, a client URL"),
+        ("defrag:127.0.0.1:2379@10s", "names member '127.0.0.1:2379'"),
+        ("move-leader:leader@10s", "names member 'leader'; move-leader takes follower, a client URL"),
+        ("snapshot:all@10s", "names member 'all'"),
+        ("kill:all@10s+5s", "names member 'all'"),
+        ("compact:leader@10s", "names a member, but compact acts on the whole cluster"),
+        ("compact=-1@10s", "has '=' where only compact=KEEP"),
+        ("compact=ten@10s", "has '=' where only compact=KEEP"),
+        ("defrag=5@10s", "has '=' where only compact=KEEP"),
+        ("defrag@10s+5s", "has a +DURATION, which defrag does not take"),
+        ("kill:follower@10s", "has no +DURATION: kill needs how long"),
+        ("freeze@10s", "has no +DURATION: freeze needs how long"),
+        ("freeze@10s+0s", "has no duration after '+'"),
+        ("freeze@10s+", "has no duration after '+'"),
+        ("kill@10s+5q", "has no duration after '+'"),
+    ],
+)
+def test_each_bad_item_is_refused_in_one_line_with_the_expected_form(item, why):
+    with pytest.raises(ScheduleError) as caught:
+        parse_item(item)
+    message = str(caught.value)
+    assert message.startswith(f"--etcd-disrupt: {item!r} {why}")
+    assert message.endswith(
+        "; expected ACTION[:MEMBER]@TIME[+DURATION] (e.g. defrag:leader@120s, kill:follower@500s+30s, compact=1000@60s)"
+    )
+    assert "\n" not in message
+
+
+def test_an_empty_item_is_refused():
+    with pytest.raises(ScheduleError, match=r"^--etcd-disrupt: 'defrag@1s,,snapshot@2s' has an empty item"):
+        parse_schedule("--etcd-disrupt", "defrag@1s,,snapshot@2s")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("120s", 120.0), ("2m", 120.0), ("1.5s", 1.5), ("7", 7.0), ("1h", 3600)])
+def test_times(text, seconds):
+    assert parse_seconds(text) == seconds
+
+
+def test_the_option_is_declared_once_and_refuses_through_the_settings():
+    assert [o.flag for o in OPTIONS].count("--etcd-disrupt") == 1
+    namespace = argparse.Namespace(etcd_disrupt="defrag@10s,kill@20s+5s", etcd_disrupt_allowed=True)
+    settings = DisruptionSettings.from_options(namespace)
+    assert settings.schedule == (Disruption("defrag", "leader", 10.0), Disruption("kill", "leader", 20.0, 5.0))
+    assert settings.allowed is True
+    assert DisruptionSettings.defaults().schedule == ()
+    with pytest.raises(SettingsError, match=r"^--etcd-disrupt: 'oops@1s' has an unknown action"):
+        DisruptionSettings.from_options(argparse.Namespace(etcd_disrupt="oops@1s"))
+
+
+def test_local_endpoints_take_every_action():
+    schedule = parse_schedule("--etcd-disrupt", f"kill:{URL_A}@1s+1s,freeze@2s+1s,defrag:all@3s,compact@4s")
+    check_allowed(schedule, [URL_A, URL_B], local=True, allowed=False)
+
+
+def test_signals_against_endpoints_the_tool_did_not_start_are_refused_even_when_allowed():
+    schedule = parse_schedule("--etcd-disrupt", "defrag@1s,kill:follower@5s+3s")
+    with pytest.raises(ScheduleError) as caught:
+        check_allowed(schedule, [URL_A, URL_B], local=False, allowed=True)
+    assert str(caught.value) == (
+        "--etcd-disrupt: 'kill:follower@5s+3s' signals a member's process, which only the local etcd the tool starts "
+        "allows; leave out --etcd-endpoints for a local cluster, or use defrag, move-leader, snapshot or compact"
+    )
+
+
+def test_other_actions_against_endpoints_the_tool_did_not_start_need_the_allowance():
+    schedule = parse_schedule("--etcd-disrupt", "defrag@1s")
+    with pytest.raises(ScheduleError, match=r"^--etcd-disrupt: the endpoints given .* pass --etcd-disrupt-allowed"):
+        check_allowed(schedule, [URL_A], local=False, allowed=False)
+    check_allowed(schedule, [URL_A], local=False, allowed=True)
+    check_allowed((), [URL_A], local=False, allowed=False)
+
+
+def test_a_member_named_by_url_is_among_the_endpoints():
+    schedule = parse_schedule("--etcd-disrupt", "defrag:http://10.0.0.9:2379@1s")
+    with pytest.raises(ScheduleError, match=r"names http://10.0.0.9:2379, which is not among the endpoints"):
+        check_allowed(schedule, [URL_A, URL_B], local=True, allowed=False)
+
+
+def test_a_follower_needs_more_than_one_member():
+    schedule = parse_schedule("--etcd-disrupt", "move-leader@1s")
+    with pytest.raises(ScheduleError, match=r"needs a follower, and the cluster has one member"):
+        check_allowed(schedule, [URL_A], local=True, allowed=False)
