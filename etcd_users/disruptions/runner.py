@@ -33,8 +33,8 @@ import grpc
 from etcd_users.disruptions import cost as costs
 from etcd_users.disruptions.actions import GRPC_ACTIONS, ActionError, Done, member_statuses, signal_member
 from etcd_users.disruptions.schedule import LOCAL_ONLY, Disruption, ScheduleError, check_allowed
-from etcd_users.disruptions.seconds import RecentSeconds
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
+from etcd_users.latency.recent import RecentSeconds
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.probe import Probe
@@ -44,6 +44,10 @@ logger = logging.getLogger(__name__)
 RECOVERY_CAP_S = 30  # the cost is logged at the latest this long after a window's end
 COST_POLL_S = 1.0
 KEEP_MARGIN_S = 10
+
+
+def _seconds(recent: RecentSeconds, name: str) -> costs.PerSecond:
+    return {second: costs.Second(*kept) for second, kept in recent.per_second(name).items()}
 
 
 def disruptions_file(prefix: str) -> str:
@@ -168,7 +172,7 @@ class DisruptionRun:
 
     def _cost(self, window: Window, last: int | None) -> list[costs.Cost]:
         return [
-            costs.cost(name, self.seconds.per_second(name), window.started_at, window.finished_at, last)
+            costs.cost(name, _seconds(self.seconds, name), window.started_at, window.finished_at, last)
             for name in self.seconds.names()
         ]
 

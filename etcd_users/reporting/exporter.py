@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from flask import make_response, request
@@ -45,8 +45,8 @@ from prometheus_client.utils import floatToGoString
 
 from etcd_users import hdr
 from etcd_users.files import SERVICE
+from etcd_users.latency.recent import RecentSeconds, Window
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.latency.store import Key
 from etcd_users.reporting import sla
 from etcd_users.settings import EtcdSettings
 from etcd_users.shapes.protocol import judged_shape
@@ -73,96 +73,6 @@ def version() -> str:
         return metadata.version("locust-etcd")
     except metadata.PackageNotFoundError:
         return "unknown"
-
-
-# -- the recent seconds (the window) --
-
-
-class _Chunk(NamedTuple):
-    """Part of one second of one request name: non-zero HDR counts by index, and their exact extremes (µs)."""
-
-    indexes: np.ndarray
-    counts: np.ndarray
-    min_us: int
-    max_us: int
-
-
-class Window(NamedTuple):
-    """The merged seconds ``[first, end)`` of the window, per request name (service series, all types together)."""
-
-    histograms: dict[str, HdrHistogram]  # successes
-    successes: dict[str, int]
-    failures: dict[str, int]
-    seconds: int  # from the window's first second with data to its end
-
-
-class RecentSeconds:
-    """Each merged second of the last ``keep_s`` seconds per request name, as compact HDR counts; older ones go."""
-
-    def __init__(self, keep_s: int) -> None:
-        self.keep_s = keep_s
-        self._chunks: dict[int, dict[str, list[_Chunk]]] = {}
-        self._failures: dict[int, dict[str, int]] = {}
-        self._newest = 0
-
-    def add(self, second: int, key: Key, histogram: HdrHistogram | None, failures: int) -> None:
-        """A listener of ``LatencyStore.merged_listeners``: a second of a key merged on this process (from a worker or
-        its own users)."""
-        _type, name, series = key
-        if series != SERVICE or second < self._newest - self.keep_s:
-            return
-        if histogram is not None and histogram.total_count:
-            counts = np.ctypeslib.as_array(histogram.counts)
-            indexes = np.flatnonzero(counts)
-            chunk = _Chunk(indexes, counts[indexes].copy(), histogram.min_value, histogram.max_value)
-            self._chunks.setdefault(second, {}).setdefault(name, []).append(chunk)
-        if failures:
-            per_name = self._failures.setdefault(second, {})
-            per_name[name] = per_name.get(name, 0) + failures
-        if second > self._newest:
-            self._newest = second
-            self._forget_before(second - self.keep_s)
-
-    def _forget_before(self, second: int) -> None:
-        for seconds in (self._chunks, self._failures):
-            for old in [old for old in seconds if old < second]:
-                del seconds[old]
-
-    def window(self, end: int, length: int) -> Window:
-        """The seconds ``end - length <= s < end`` merged per request name."""
-        self._forget_before(end - self.keep_s)
-        start = end - length
-        histograms: dict[str, HdrHistogram] = {}
-        failures: dict[str, int] = {}
-        first = end
-        for second, per_name in self._chunks.items():
-            if not start <= second < end:
-                continue
-            first = min(first, second)
-            for name, chunks in per_name.items():
-                histogram = histograms.get(name)
-                if histogram is None:
-                    histogram = histograms[name] = hdr.new_histogram()
-                _add_chunks(histogram, chunks)
-        for second, per_name in self._failures.items():
-            if not start <= second < end:
-                continue
-            first = min(first, second)
-            for name, count in per_name.items():
-                failures[name] = failures.get(name, 0) + count
-        successes = {name: histogram.total_count for name, histogram in histograms.items()}
-        return Window(histograms, successes, failures, end - first)
-
-
-def _add_chunks(histogram: HdrHistogram, chunks: Iterable[_Chunk]) -> None:
-    counts = np.ctypeslib.as_array(histogram.counts)
-    for chunk in chunks:
-        counts[chunk.indexes] += chunk.counts
-        total = int(chunk.counts.sum())
-        if not histogram.total_count or chunk.min_us < histogram.min_value:
-            histogram.min_value = chunk.min_us
-        histogram.max_value = max(histogram.max_value, chunk.max_us)
-        histogram.total_count += total
 
 
 # -- the buckets of the cumulative histogram --
