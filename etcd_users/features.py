@@ -1,12 +1,13 @@
 """The tool's features: each declares its option group, and those with a life cycle of their own their hooks.
 
 ``etcd_users.plugin.install`` walks ``FEATURES`` in order: it registers every group with Locust's parser (the order
-of the help and of the web UI's form) and calls each feature's ``install(events)``, which adds the feature's
-listeners after the plugin's own (the run's settings are resolved and the local etcd started by then). The core
-of a run, the connection, the gates, the members' monitoring and the exporter, is wired by the plugin itself.
+of the help and of the web UI's form) and makes each feature's ``FeatureHooks``, whose methods listen to Locust's
+events after the plugin's own. The core of a run, the connection, the gates, the members' monitoring and the
+exporter, is the plugin's own.
 """
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from etcd_users.arguments import add_option_group
 from etcd_users.settings import (
@@ -21,14 +22,51 @@ from etcd_users.settings import (
 )
 from etcd_users.shapes.options import ShapeSettings
 
+if TYPE_CHECKING:
+    from etcd_users.latency.recorder import LatencyRecorder
+    from etcd_users.settings import EtcdSettings
+    from etcd_users.target_cluster import TargetCluster
+
+
+class Tool(Protocol):
+    """What a feature's hooks use of the process's plugin (``etcd_users.plugin.EtcdPlugin``)."""
+
+    run_settings: "EtcdSettings | None"  # the master's (or single process's) settings of the current run
+    target: "TargetCluster"  # the endpoints given, or the local etcd the tool started (``target.local``)
+    recorder: "LatencyRecorder"  # the exact latencies
+
+    def fail(self, message: str) -> NoReturn:
+        """End the process with one line (bad input at start)."""
+
+
+class FeatureHooks:
+    """A feature's part of a run's life cycle. Each method listens to the Locust event of its name, after the
+    plugin's own (the run's settings are resolved and the local etcd started by then); by default it does nothing.
+    ``tool`` is the process's plugin: the run's settings, the local cluster, the latency recorder."""
+
+    def __init__(self, tool: Tool) -> None:
+        self.tool = tool
+
+    def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
+        pass
+
+    def on_test_start(self, environment, **_kwargs) -> None:
+        pass
+
+    def on_test_stop(self, environment, **_kwargs) -> None:
+        pass
+
+    def on_quit(self, **_kwargs) -> None:
+        pass
+
 
 @dataclass(frozen=True)
 class Feature:
     name: str
     options: type[OptionGroup]
-    # "module:function" of the feature's install(events), its own listeners; named, not imported, so that this list
-    # stays pure (the reference and the suite runner read it without Locust's monkey patching)
-    install: str = ""
+    # "module:Class" of the feature's FeatureHooks; named, not imported, so that this list stays pure (the reference
+    # and the suite runner read it without Locust's monkey patching)
+    hooks: str = ""
     etcd_only: bool = True  # False: also for a locustfile whose users are not etcd's (plugin.install(etcd=False))
 
 
@@ -38,8 +76,8 @@ FEATURES = (
     Feature("workload and keys", WorkloadSettings),
     Feature("monitoring of the members", MonitoringSettings),
     Feature("Prometheus exporter", ExporterSettings),
-    Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.kubernetes.run:install"),
-    Feature("disruptions", DisruptionSettings, "etcd_users.disruptions.runner:install"),
+    Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.kubernetes.run:KubernetesRun"),
+    Feature("disruptions", DisruptionSettings, "etcd_users.disruptions.runner:Disruptions"),
     Feature("load shapes", ShapeSettings, etcd_only=False),
 )
 

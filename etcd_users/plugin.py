@@ -19,7 +19,7 @@ import gevent
 import greenlet
 
 from etcd_users import session
-from etcd_users.features import add_option_groups, features
+from etcd_users.features import FeatureHooks, add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.local import ClusterError
@@ -70,9 +70,13 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
     events.quitting.add_listener(plugin.on_quitting)
     events.quit.add_listener(plugin.on_quit)
     for feature in features(etcd):  # after the plugin's own: the run's settings and the local etcd come first
-        if feature.install:
-            module, _, function = feature.install.partition(":")
-            getattr(importlib.import_module(module), function)(events)
+        if feature.hooks:
+            module, _, name = feature.hooks.partition(":")
+            hooks: FeatureHooks = getattr(importlib.import_module(module), name)(plugin)
+            events.init.add_listener(hooks.on_init)
+            events.test_start.add_listener(hooks.on_test_start)
+            events.test_stop.add_listener(hooks.on_test_stop)
+            events.quit.add_listener(hooks.on_quit)
     return plugin
 
 

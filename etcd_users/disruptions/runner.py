@@ -1,19 +1,19 @@
-"""``--etcd-disrupt``: the master (or single process) does each item of the schedule at its time while the load goes
-on, records its window, and logs what it cost the requests.
+"""``--etcd-disrupt``: the master (or single process) does each item of the schedule at its time while the load goes on,
+records its window, and logs what it cost the requests.
 
-``install(events)`` wires the listeners after the tool's own (``etcd_users.plugin``), which resolve the run's
-settings and start the local etcd first. At init the schedule is checked against the endpoints (signals only on the
-local etcd the tool started, anything on other endpoints only with ``--etcd-disrupt-allowed``); at test start a
-greenlet waits for each item's time (from the test start) and starts its action in a greenlet of its own, on
-connections of its own (``Probe``), never on a worker. Each action is a window: requested, started and finished at
-(unix seconds), ok, a line of result, the error label when it failed; the windows go to ``PREFIX_disruptions.json``
-(with ``--csv PREFIX``), rewritten as each window closes and as its cost is known.
+``Disruptions`` is the feature's hooks (``etcd_users.features``), called after the tool's own listeners, which resolve
+the run's settings and start the local etcd first. At init the schedule is checked against the endpoints (signals only
+on the local etcd the tool started, anything on other endpoints only with ``--etcd-disrupt-allowed``); at test start a
+greenlet waits for each item's time (from the test start) and starts its action in a greenlet of its own, on connections
+of its own (``Probe``), never on a worker. Each action is a window: requested, started and finished at (unix seconds),
+ok, a line of result, the error label when it failed; the windows go to ``PREFIX_disruptions.json`` (with ``--csv
+PREFIX``), rewritten as each window closes and as its cost is known.
 
 The cost, per request name (``etcd_users.disruptions.cost``), comes from the seconds the exact latency store merges:
 once those up to the window's end are in, and again each second until the P99 is back within 1.2x of before or
-``RECOVERY_CAP_S`` have passed, then it is logged, one line per name, with the errors during the window by etcd's
-label (Locust's error counts before and after). At test stop the actions still running are interrupted (a member
-killed or frozen comes back), and the cost of windows still open is logged with the seconds there are.
+``RECOVERY_CAP_S`` have passed, then it is logged, one line per name, with the errors during the window by etcd's label
+(Locust's error counts before and after). At test stop the actions still running are interrupted (a member killed or
+frozen comes back), and the cost of windows still open is logged with the seconds there are.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -33,6 +33,7 @@ import grpc
 from etcd_users.disruptions import cost as costs
 from etcd_users.disruptions.actions import GRPC_ACTIONS, ActionError, Done, member_statuses, signal_member
 from etcd_users.disruptions.schedule import LOCAL_ONLY, Disruption, ScheduleError, check_allowed
+from etcd_users.features import FeatureHooks
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
 from etcd_users.settings import EtcdSettings
@@ -221,26 +222,22 @@ class DisruptionRun:
         self._write()
 
 
-class Disruptions:
-    """The listeners of a process: one ``DisruptionRun`` per run, on the master or the single process."""
+class Disruptions(FeatureHooks):
+    """The feature's hooks: one ``DisruptionRun`` per run, on the master or the single process."""
 
-    def __init__(self, events) -> None:
-        self.events = events
+    def __init__(self, tool) -> None:
+        super().__init__(tool)
         self.run: DisruptionRun | None = None
         self.seconds: RecentSeconds | None = None
 
-    def _plugin(self):
-        return getattr(self.events, "etcd_users_plugin", None)
-
     def _check(self, settings: EtcdSettings) -> None:
-        plugin = self._plugin()
-        local = plugin.target.local
+        local = self.tool.target.local
         disruptions = settings.disruptions
         check_allowed(disruptions.schedule, [e.url for e in settings.endpoints], local is not None, disruptions.allowed)
 
     def on_init(self, environment, runner=None, **_kwargs) -> None:
-        plugin = self._plugin()
-        if plugin is None or isinstance(runner, WorkerRunner) or plugin.run_settings is None:
+        plugin = self.tool
+        if isinstance(runner, WorkerRunner) or plugin.run_settings is None:
             return
         try:
             self._check(plugin.run_settings)
@@ -250,9 +247,9 @@ class Disruptions:
         plugin.recorder.store.merged_listeners.append(self.seconds.add)
 
     def on_test_start(self, environment, **_kwargs) -> None:
-        plugin = self._plugin()
+        plugin = self.tool
         self._stop()
-        if plugin is None or isinstance(environment.runner, WorkerRunner) or self.seconds is None:
+        if isinstance(environment.runner, WorkerRunner) or self.seconds is None:
             return
         settings = plugin.run_settings
         if settings is None or not settings.disruptions.schedule:
@@ -279,16 +276,3 @@ class Disruptions:
         if self.run is not None:
             self.run.stop()
             self.run = None
-
-
-def install(events) -> Disruptions:
-    """Wire the disruptions into ``events`` once, after ``etcd_users.plugin.install``."""
-    installed = getattr(events, "etcd_users_disruptions", None)
-    if installed is None:
-        installed = Disruptions(events)
-        events.etcd_users_disruptions = installed
-        events.init.add_listener(installed.on_init)
-        events.test_start.add_listener(installed.on_test_start)
-        events.test_stop.add_listener(installed.on_test_stop)
-        events.quit.add_listener(installed.on_quit)
-    return installed

@@ -1,10 +1,10 @@
 """What a Kubernetes run does besides its requests, on the master (or the single process): the objects written before
 the users start (``prefill``, not measured), and kube-apiserver's periodic compaction during the run.
 
-``install(events)`` wires both after the tool's own listeners (``etcd_users.plugin``), which resolve the run's settings
-and start the local etcd first. A headless run prefills at init, before Locust starts the clock of ``-t``; a run
-started from the web UI, whose classes come with the start, at test start, before its users spawn. A run whose classes
-are not Kubernetes ones does nothing.
+``KubernetesRun`` is the feature's hooks (``etcd_users.features``), called after the tool's own listeners, which resolve
+the run's settings and start the local etcd first. A headless run prefills at init, before Locust starts the clock of
+``-t``; a run started from the web UI, whose classes come with the start, at test start, before its users spawn. A run
+whose classes are not Kubernetes ones does nothing.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -21,6 +21,7 @@ from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import compaction
 from etcd_users.client import KeyOutsidePrefixError
+from etcd_users.features import FeatureHooks
 from etcd_users.kubernetes.client import close_states, list_keys
 from etcd_users.kubernetes.layout import NODE_LEASE_BYTES, Layout, ValueSource
 from etcd_users.settings import EtcdSettings
@@ -150,11 +151,11 @@ def may_compact(settings: EtcdSettings, local: bool) -> bool:
     return settings.k8s.compact_interval > 0 and (local or settings.k8s.compact_allowed)
 
 
-class KubernetesRun:
-    """The listeners of a process: prefill and compaction on the master or the single process."""
+class KubernetesRun(FeatureHooks):
+    """The feature's hooks: prefill and compaction on the master or the single process."""
 
-    def __init__(self, events) -> None:
-        self.events = events
+    def __init__(self, tool) -> None:
+        super().__init__(tool)
         self.compactor: compaction.Compactor | None = None
         self.prefilled: tuple[EtcdSettings, set[str]] | None = None  # what the init wrote, for the first run
 
@@ -163,8 +164,7 @@ class KubernetesRun:
         parts = {part for cls in environment.user_classes or () for part in getattr(cls, PREFILL_ATTRIBUTE, ())}
         if not parts or isinstance(environment.runner, WorkerRunner):
             return None
-        plugin = getattr(self.events, "etcd_users_plugin", None)
-        settings = plugin.run_settings if plugin is not None else None
+        settings = self.tool.run_settings
         if settings is None:
             return None  # the options were refused: the run is being stopped
         if self.prefilled != (settings, parts):
@@ -185,10 +185,9 @@ class KubernetesRun:
         settings = self._prefill(environment)  # the web UI's runs: classes and options come with the start
         if settings is None:
             return
-        plugin = self.events.etcd_users_plugin
         self.prefilled = None  # a next run from the web UI looks again: this run changes what exists
         self._stop_compacting()
-        local = plugin.target.local is not None
+        local = self.tool.target.local is not None
         if may_compact(settings, local):
             interval = settings.k8s.compact_interval
             self.compactor = compaction.Compactor(
@@ -219,16 +218,3 @@ class KubernetesRun:
         if self.compactor is not None:
             self.compactor.stop()
             self.compactor = None
-
-
-def install(events) -> KubernetesRun:
-    """Wire the Kubernetes run into ``events`` once, after ``etcd_users.plugin.install``."""
-    installed = getattr(events, "etcd_users_kubernetes", None)
-    if installed is None:
-        installed = KubernetesRun(events)
-        events.etcd_users_kubernetes = installed
-        events.init.add_listener(installed.on_init)
-        events.test_start.add_listener(installed.on_test_start)
-        events.test_stop.add_listener(installed.on_test_stop)
-        events.quit.add_listener(installed.on_quit)
-    return installed
