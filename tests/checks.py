@@ -3,6 +3,7 @@ hdrh's own one-value-at-a-time recording, the oracle of the fast HDR paths."""
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 from collections.abc import Iterable
@@ -71,6 +72,15 @@ def refusal_line(result: subprocess.CompletedProcess[str]) -> str:
     assert unprefixed[0].startswith("locust-etcd: error: "), result.stderr
     assert [line for line in lines if "error" in line.lower()] == unprefixed, result.stderr
     return unprefixed[0]
+
+
+def assert_share(part: float, whole: float, share: float, what: object = "") -> None:
+    """``part`` of ``whole`` random picks is about ``share`` of them: within five standard deviations of a binomial
+    draw of ``whole`` picks (and one pick). The band comes from the run's own count: narrow for a fast machine's many
+    requests, wide for a slow machine's few, never a guess at how many a machine does in its seconds."""
+    assert whole > 0, what
+    tolerance = 5 * math.sqrt(share * (1 - share) / whole) + 1 / whole
+    assert abs(part / whole - share) <= tolerance, (what, part, whole, share, tolerance)
 
 
 def recorded(values_us: Iterable[int]) -> HdrHistogram:

@@ -61,24 +61,26 @@ def test_a_capture_writes_each_member_s_files_in_the_background(pprof_etcd1, etc
         frozen = f"http://127.0.0.1:{frozen_socket.getsockname()[1]}"
         live, no_pprof = pprof_etcd1.endpoints[0], etcd1.endpoints[0]
         settings, options = settings_for(live, no_pprof, dead, frozen)
-        ticks = 0
+        ticks = [time.monotonic()]
 
         def tick() -> None:  # stands for the users: the hub must keep switching to them
-            nonlocal ticks
             while True:
                 gevent.sleep(0.05)
-                ticks += 1
+                ticks.append(time.monotonic())
 
         ticker = gevent.spawn(tick)
         caplog.set_level(logging.INFO, logger="etcd_users.reporting.breach")
         started = time.monotonic()
         capture = start_capture(str(tmp_path / "run"), settings, "put p99 above 0.001 ms at step 1")
-        assert capture is not None and time.monotonic() - started < 0.5  # started, not done: the caller goes on
+        assert capture is not None and capture.running()  # started, not done: the caller goes on
         assert capture.wait(capture.deadline + 2.0)
         elapsed = time.monotonic() - started
         ticker.kill()
     assert 1.0 <= elapsed < capture.deadline + 1.0, elapsed  # the profile's second, not much more: nothing hung
-    assert ticks >= 0.5 * elapsed / 0.05, (ticks, elapsed)
+    # the ticker ran all along: never held up for the profile's second, as a capture that blocked the hub would hold
+    # it (a busy machine may delay a tick, not for that long)
+    gaps = [later - earlier for earlier, later in zip(ticks, ticks[1:], strict=False)]
+    assert len(ticks) > 2 and max(gaps) < 1.0, (len(ticks), max(gaps), elapsed)
 
     directory = tmp_path / "run_breach"
     assert_member_files(directory / member_directory(live))

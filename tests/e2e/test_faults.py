@@ -13,7 +13,7 @@ import pytest
 from checks import assert_no_traceback, failure_labels, history, stats_rows
 from support import LocustProcess, headless_args, member_counter, running, start_locust
 
-from etcd_users.local import LocalCluster
+from etcd_users.local import ELECTION_TIMEOUT_MS, LocalCluster
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -30,6 +30,7 @@ LEADER_OR_MEMBER_LOST = {
     # a call in flight to a member as it stops can wait out its deadline instead of failing at once
     "DEADLINE_EXCEEDED",
 }
+USERS = 4
 GAP_LINE = re.compile(r"etcd: requests succeed again (\d+\.\d\d)s after the first failure")
 
 
@@ -47,6 +48,16 @@ def start_run(cluster: LocalCluster, out: Path, user_class: str, *args: str, use
 
 def wait_until_spawned(run: LocustProcess) -> None:
     wait_for_output(run, "All users spawned", timeout=30)
+
+
+def wait_until(condition, what: str, run: LocustProcess, timeout: float = 30) -> None:
+    """Until ``condition()`` holds, polled; the run must not end before. The deadline is generous: only a feature
+    that does not work misses it, however busy the machine."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert run.poll() is None, f"locust exited early with {run.returncode}\n{run.output()[1][-3000:]}"
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:g}s\n{run.output()[1][-3000:]}"
+        time.sleep(0.1)
 
 
 def wait_for_output(run: LocustProcess, text: str, timeout: float) -> None:
@@ -79,7 +90,7 @@ def test_leader_kill_fails_over_to_the_new_leader(tmp_out):
     with own_cluster(3) as cluster:
         args = ("--etcd-target", "leader", "--etcd-timeout", "2")
         # ended by Ctrl-C a few seconds after the recovery; -t only bounds a run that goes wrong
-        with start_run(cluster, tmp_out, "EtcdPutUser", *args, users=4, seconds=40) as run:
+        with start_run(cluster, tmp_out, "EtcdPutUser", *args, users=USERS, seconds=60) as run:
             wait_until_spawned(run)
             time.sleep(2)
             old_leader = cluster.leader_index()
@@ -88,9 +99,16 @@ def test_leader_kill_fails_over_to_the_new_leader(tmp_out):
             new_leader = cluster.leader_index(timeout=15)
             new_leader_url = cluster.endpoints[new_leader]
             wait_for_output(run, "etcd: requests succeed again", timeout=20)
+            seen_at = time.time()
             puts_at_recovery = member_counter_of(cluster, new_leader, "Put")
-            time.sleep(3)
-            puts_after_recovery = member_counter_of(cluster, new_leader, "Put")
+            # every user goes on putting to the new leader (not one stray put): polled, however fast the machine
+            wait_until(
+                lambda: member_counter_of(cluster, new_leader, "Put") >= puts_at_recovery + 2 * USERS,
+                "puts to the new leader",
+                run,
+            )
+            # and at least a few of Locust's seconds after the recovery, for its per-second history below
+            time.sleep(max(0.0, seen_at + 3 - time.time()))
             run.interrupt()
             result = run.finish(timeout=60)
 
@@ -102,7 +120,9 @@ def test_leader_kill_fails_over_to_the_new_leader(tmp_out):
 
     gaps = [float(gap) for gap in GAP_LINE.findall(result.stderr)]
     print(f"failover gaps seen by the client: {gaps} s")
-    assert gaps[0] < 6, gaps  # an election takes about a second here (1000 ms election timeout)
+    # the gap began after the kill and ended before the test read its line: a figure of this run, not a guess at how
+    # fast an election (1 s election timeout here) and the client's look for the new leader are on this machine
+    assert 0 < gaps[0] <= seen_at - killed_at + 0.5, (gaps, seen_at - killed_at)
     assert f"etcd leader: {new_leader_url}" in result.stderr
     # the lost leader is among the endpoints: advice to add it would send the user the wrong way
     assert "is not among --etcd-endpoints" not in result.stderr
@@ -110,7 +130,6 @@ def test_leader_kill_fails_over_to_the_new_leader(tmp_out):
     # puts go on after the failover: the client's successes grow second by second, served by the new leader
     recovered = [count for timestamp, count in successes(tmp_out) if timestamp >= killed_at + gaps[0]]
     assert len(recovered) >= 2 and recovered[-1] > recovered[0], successes(tmp_out)
-    assert puts_after_recovery - puts_at_recovery >= 100
 
 
 def test_round_robin_skips_a_stopped_follower_and_uses_it_again_when_back(tmp_out):
@@ -127,17 +146,22 @@ def test_round_robin_skips_a_stopped_follower_and_uses_it_again_when_back(tmp_ou
             cluster.start_member(follower)
             wait_for_output(run, f"etcd endpoint {url} answers again; using it", timeout=15)
             reads_at_return = member_counter(cluster, "Range")[follower]
-            time.sleep(2)
+            # back in the rotation: it serves a hundred reads, not a stray one (nothing else sends it gRPC reads);
+            # polled, however long a hundred reads take on this machine
+            wait_until(
+                lambda: member_counter(cluster, "Range")[follower] - reads_at_return >= 100,
+                "a hundred reads of the returned follower",
+                run,
+            )
             reads_after_return = member_counter(cluster, "Range")[follower] - reads_at_return
             run.interrupt()
             result = run.finish(timeout=60)
 
     labels = failure_labels(tmp_out / "run")
-    print(f"\nfailures with a stopped follower: {labels}; its reads in 2 s after its return: {reads_after_return:g}")
+    print(f"\nfailures with a stopped follower: {labels}; its reads after its return: {reads_after_return:g}")
     assert set(labels) <= LEADER_OR_MEMBER_LOST, labels
     assert_exit_code_follows_failures(result, labels)
     assert re.search(rf"etcd endpoint {re.escape(url)} does not answer \(.*\); skipping it", result.stderr)
-    # back in the rotation: hundreds of reads (a third of them), not a stray one; nothing else sends it gRPC reads
     assert reads_after_return >= 100, reads_after_return
 
 
@@ -186,21 +210,26 @@ def test_the_timeout_bounds_calls_to_a_frozen_member(tmp_out):
             spawned_at = time.monotonic()
             time.sleep(1.5)
             cluster.pause_member(0)
+            frozen_at = time.monotonic()
             try:
                 result = run.finish(timeout=60)
                 ended_after = time.monotonic() - spawned_at
+                frozen_for = time.monotonic() - frozen_at
             finally:
                 cluster.resume_member(0)
 
     labels = failure_labels(tmp_out / "run")
     print(f"\nfailures with a frozen member: {labels}; locust ended {ended_after:.1f}s after spawning its users")
     assert set(labels) == {"DEADLINE_EXCEEDED"}, labels
-    assert labels["DEADLINE_EXCEEDED"] >= 4  # two users, each about two timed-out calls per second
     assert_exit_code_follows_failures(result, labels)
     puts = stats_rows(tmp_out / "run")["put"]
     assert int(puts["Request Count"]) > labels["DEADLINE_EXCEEDED"]  # puts succeeded before the freeze
-    assert 450 <= float(puts["Max Response Time"]) <= 2000  # a timed-out call lasts --etcd-timeout, not longer
-    assert ended_after < seconds + 4
+    # a timed-out call waited its --etcd-timeout (0.5 s), and was cut there: without the deadline a call would have
+    # waited for the rest of the freeze, which lasted to the end of the run. Both figures are this run's own
+    assert 450 <= float(puts["Max Response Time"]) < 1000 * frozen_for, (puts["Max Response Time"], frozen_for)
+    # the member stays frozen until Locust has exited: a stop that waited on it for good would never end. The bound
+    # is that generous on purpose: how long Locust takes to stop is the machine's business
+    assert ended_after < seconds + 30
 
 
 def successes_between(out: Path, start: float, end: float) -> float:
@@ -226,10 +255,14 @@ def longest_time_without_successes(out: Path, since: float) -> int:
     return longest
 
 
+FREEZE_SECONDS = 8
+LONG_TIMEOUT = 20  # --etcd-timeout longer than any freeze here: only the failover ends the calls that wait on it
+
+
 def test_a_frozen_follower_is_left_out_while_the_others_serve_the_run(tmp_out):
     # a timeout longer than the freeze: without failover every closed-loop user would end up waiting on the member
     with own_cluster(3) as cluster:
-        args = ("--etcd-target", "round-robin", "--etcd-timeout", "20", "--etcd-skip-preflight")
+        args = ("--etcd-target", "round-robin", "--etcd-timeout", str(LONG_TIMEOUT), "--etcd-skip-preflight")
         with start_run(cluster, tmp_out, "EtcdPutUser", *args, users=8, seconds=40) as run:
             wait_until_spawned(run)
             time.sleep(4)
@@ -238,7 +271,7 @@ def test_a_frozen_follower_is_left_out_while_the_others_serve_the_run(tmp_out):
             frozen_at = time.time()
             cluster.pause_member(follower)
             try:
-                time.sleep(8)
+                time.sleep(FREEZE_SECONDS)
             finally:
                 cluster.resume_member(follower)
             wait_for_output(run, f"etcd endpoint {url} answers again; using it", timeout=15)
@@ -246,12 +279,15 @@ def test_a_frozen_follower_is_left_out_while_the_others_serve_the_run(tmp_out):
             run.interrupt()
             result = run.finish(timeout=60)
 
-    before = successes_between(tmp_out, frozen_at - 3, frozen_at)
-    during = successes_between(tmp_out, frozen_at + 2, frozen_at + 7)
-    print(f"\nputs/s before the freeze {before:.0f}, during it {during:.0f}")
+    during = successes_between(tmp_out, frozen_at + 3, frozen_at + FREEZE_SECONDS - 1)
+    without_puts = longest_time_without_successes(tmp_out, since=frozen_at)
+    print(f"\nputs/s during the freeze {during:.0f}; longest time without a put after it began: {without_puts} s")
     assert re.search(rf"etcd endpoint {re.escape(url)} does not answer \(.*\); skipping it", result.stderr)
-    # the two healthy members served two thirds of the puts before; they keep serving at least half of that
-    assert during >= 0.5 * before * 2 / 3, (before, during)
+    # Without the failover every closed-loop user would soon wait on the frozen member (for 20 s), and no put would
+    # succeed until it resumed. The healthy members go on serving the run for the rest of the freeze, at whatever
+    # rate this machine manages, and the puts never stop for as long as the freeze
+    assert during > 0, successes(tmp_out)
+    assert without_puts < FREEZE_SECONDS, (frozen_at, successes(tmp_out))
     labels = failure_labels(tmp_out / "run")
     assert set(labels) <= {"UNAVAILABLE"}, labels  # only the calls that waited on the member as it froze
     assert_exit_code_follows_failures(result, labels)
@@ -259,7 +295,7 @@ def test_a_frozen_follower_is_left_out_while_the_others_serve_the_run(tmp_out):
 
 def test_writes_resume_about_one_election_after_the_leader_freezes(tmp_out):
     with own_cluster(3) as cluster:
-        args = ("--etcd-target", "leader", "--etcd-timeout", "20", "--etcd-skip-preflight")
+        args = ("--etcd-target", "leader", "--etcd-timeout", str(LONG_TIMEOUT), "--etcd-skip-preflight")
         with start_run(cluster, tmp_out, "EtcdPutUser", *args, users=8, seconds=40) as run:
             wait_until_spawned(run)
             time.sleep(3)
@@ -278,9 +314,12 @@ def test_writes_resume_about_one_election_after_the_leader_freezes(tmp_out):
     gaps = [float(gap) for gap in GAP_LINE.findall(result.stderr)]
     without_writes = longest_time_without_successes(tmp_out, since=frozen_at)
     print(f"\nlongest time without a write after the freeze: {without_writes} s; gaps logged: {gaps}")
-    # an election takes about a second here; the calls that waited on the frozen leader end at once, not in 20 s
-    assert without_writes < 6, (frozen_at, successes(tmp_out))
-    assert gaps and gaps[0] < 6, result.stderr[-3000:]
+    # The calls that waited on the frozen leader end when the members elect a new one (an election timeout, plus
+    # however long this machine takes), not at their --etcd-timeout: half of it is a bound that a client waiting out
+    # its calls cannot meet, and that the election timeout leaves generous room under
+    assert LONG_TIMEOUT / 2 > 10 * ELECTION_TIMEOUT_MS / 1000 / 2
+    assert without_writes < LONG_TIMEOUT / 2, (frozen_at, successes(tmp_out))
+    assert gaps and 0 < gaps[0] < LONG_TIMEOUT / 2, result.stderr[-3000:]
     labels = failure_labels(tmp_out / "run")
     assert set(labels) <= LEADER_OR_MEMBER_LOST, labels
     assert_exit_code_follows_failures(result, labels)

@@ -4,12 +4,14 @@ events of the run's writes, nothing written outside the prefix, and compaction o
 
 from __future__ import annotations
 
+import math
 import re
+from pathlib import Path
 
 import pytest
 from certs import etcd_client
-from checks import assert_no_traceback, failure_labels, stats_rows
-from support import HEADLESS, headless_args, member_counter, run_locust
+from checks import assert_no_traceback, assert_share, failure_labels, stats_rows
+from support import HEADLESS, headless_args, member_counter, read_csv_rows, run_locust
 
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
@@ -47,6 +49,25 @@ def watch_messages(cluster, kind: str) -> float:
         metric_sum(fetch_metrics(url), f"grpc_server_msg_{kind}_total", grpc_method="Watch")
         for url in cluster.metrics_urls
     )
+
+
+def assert_renewals(out: Path, rows, nodes: int, period: float) -> None:
+    """Every node's lease renewed once a period: as many renewals as ``nodes`` per period over the time between the
+    run's own first and last renewal (``_latency.csv``), give or take one round of them at each end. Late renewals are
+    caught up, so a busy machine changes when they happen, not how many."""
+    latency_rows = read_csv_rows(f"{out / 'run'}_latency.csv")
+    [latency] = [row for row in latency_rows if row["Name"] == "k8s/lease-renew" and row["Series"] == "service"]
+    span = float(latency["Last"]) - float(latency["First"])
+    renewals = count(rows, "k8s/lease-renew")
+    expected = nodes * span / period
+    print(f"\n{renewals} lease renewals in {span:.2f} s; {expected:.0f} due")
+    assert span > period and expected - 2 * nodes <= renewals <= expected + 2 * nodes, (renewals, span, expected)
+
+
+def enough_samples_band(base: float, samples: int) -> float:
+    """``base`` around an expected ratio for 100 samples or more; wider, as a standard error, for fewer (a slow
+    machine's short run), so that the band follows the run's own count, not a guess at the machine's speed."""
+    return base * max(1.0, math.sqrt(100 / max(samples, 1)))
 
 
 def counters(cluster) -> dict[str, float]:
@@ -103,21 +124,26 @@ def test_kubernetes_traffic_reaches_the_members_in_its_proportions(etcd3, tmp_ou
     prefilled = sum(objects.values()) + 40
     run_txns = after["Txn"] - before["Txn"] - prefilled
     measured = writes(rows) + count(rows, "k8s/lease-renew")
-    assert measured <= run_txns <= measured + 16, (run_txns, measured)  # + the writes cut by the stop
-    # the update share of the write mix (90 %), loosely
-    assert 0.8 < count(rows, "k8s/update") / writes(rows) < 0.97
+    # + the writes cut by the stop: at most one in flight per user and per node
+    assert measured <= run_txns <= measured + 8 + 40, (run_txns, measured)
+    # the update share of the write mix (90 %), within what chance allows for the run's own number of writes
+    assert_share(count(rows, "k8s/update"), writes(rows), 0.9, "updates of the writes")
     # Range: one per get, list page and count; as many read operations as writes (rw-ratio 1), and a list of a
     # resource (picked uniformly) takes 6, 2 or 1 pages: about 0.15 + 0.85 * 3 = 2.7 Ranges per write
     ranges = sum(count(rows, name) for name in rows if name.startswith(("k8s/get", "k8s/list", "k8s/count")))
     assert ranges <= after["Range"] - before["Range"]
-    assert 1.8 < ranges / writes(rows) < 3.8, (ranges, writes(rows))
+    # (1.8 to 3.8 with 100 writes or more; wider, by the standard error, for a slow machine's fewer)
+    band = enough_samples_band(1.0, writes(rows))
+    assert abs(ranges / writes(rows) - 2.8) < band, (ranges, writes(rows), band)
     # Watch: one watcher per resource for the process, created once; an event per successful write
     assert 3 <= after["watch-received"] - before["watch-received"] <= 6
     assert after["watch-sent"] - before["watch-sent"] > 3
     succeeded = measured - sum(int(rows[name]["Failure Count"]) for name in rows)
-    assert 0.9 * succeeded <= count(rows, "k8s/watch") <= succeeded + 16, (count(rows, "k8s/watch"), succeeded)
-    # node heartbeats: 40 leases every second, for the 5 s of the run
-    assert 150 <= count(rows, "k8s/lease-renew") <= 240, count(rows, "k8s/lease-renew")
+    # the events of the writes just before the stop may still be on their way (more of them on a busy machine): half
+    # is a bound that only a watch that misses events fails
+    assert 0.5 * succeeded <= count(rows, "k8s/watch") <= succeeded + 8 + 40, (count(rows, "k8s/watch"), succeeded)
+    # node heartbeats: 40 leases every second
+    assert_renewals(tmp_out, rows, nodes=40, period=1)
     # and outside the prefix, nothing changed: value, revisions, version
     for key, (value, metadata) in before_keys.items():
         now_value, now_metadata = client.get(key)
@@ -146,8 +172,10 @@ def test_a_list_larger_than_a_page_takes_several_pages_and_compaction_waits_to_b
     )
     after = counters(etcd3)
     assert set(rows) >= {"k8s/list-stale", "k8s/update"} and "k8s/list" not in rows
-    pages = count(rows, "k8s/list-stale") / writes(rows)
-    assert 2.4 < pages < 3.6, pages
+    # 3 pages a list: the lists are a third of the pages (give or take one cut by the stop per user) and, at rw-ratio 1,
+    # about half of the operations, within what chance allows for the run's own number of them
+    lists = count(rows, "k8s/list-stale") / 3
+    assert_share(lists, lists + writes(rows), 0.5, "lists of the operations")
     # the endpoints were given: not the tool's cluster to compact
     assert after["Compact"] == before["Compact"]
     assert "--etcd-k8s-compact-allowed" in result.stderr
@@ -178,14 +206,19 @@ def test_racing_updates_are_conflicts_not_errors_and_compaction_runs_when_allowe
     after = counters(etcd3)
     assert set(rows) == {"k8s/update", "k8s/list", "k8s/count", "k8s/watch"}
     conflicts = int(rows["k8s/update"]["Failure Count"])
-    assert labels == {CONFLICT: conflicts} and conflicts > 20
+    # 8 users race to update 2 objects: conflicts happen at any speed (how many depends on the machine's timing)
+    assert labels == {CONFLICT: conflicts} and conflicts > 0
     # a conflict re-reads the object: the next update of it compares the current revision and goes through
     assert count(rows, "k8s/update") - conflicts > conflicts / 4
     # the Txns the members handled: the 2 creates of the prefill and every update, conflicting or not
     assert count(rows, "k8s/update") + 2 <= after["Txn"] - before["Txn"] <= count(rows, "k8s/update") + 2 + 8
-    # every successful update made an event
-    assert count(rows, "k8s/watch") >= 0.9 * (count(rows, "k8s/update") - conflicts)
-    assert after["Compact"] - before["Compact"] >= 2, result.stderr[-2000:]
+    # every successful update made an event (those of the last updates may still be on their way at the stop)
+    assert count(rows, "k8s/watch") >= 0.5 * (count(rows, "k8s/update") - conflicts)
+    # compacted while the run went on (every second: how many times fit in the run is the machine's business), as
+    # many times as the run says it did
+    compactions = re.search(r"etcd compaction: (\d+) compactions?, the last at revision (\d+)", result.stderr)
+    assert compactions is not None and int(compactions[1]) >= 1, result.stderr[-2000:]
+    assert after["Compact"] - before["Compact"] == int(compactions[1]), (after, before, compactions[0])
 
 
 def test_a_second_run_writes_only_the_missing_objects(etcd1, tmp_out):
@@ -228,7 +261,7 @@ def test_one_node_user_renews_every_lease_once_a_period_across_processes(etcd3, 
     )
     # one node user in the whole run (fixed_count), whatever the workers: no lease is renewed twice (no conflict)
     assert int(rows["k8s/lease-renew"]["Failure Count"]) == 0, labels
-    assert 200 <= count(rows, "k8s/lease-renew") <= 330, count(rows, "k8s/lease-renew")  # 60 a second for 5 s
+    assert_renewals(tmp_out, rows, nodes=60, period=1)  # 60 a second
     assert count(rows, "k8s/update") > 0
 
 
@@ -244,4 +277,5 @@ def test_the_local_etcd_the_tool_started_is_compacted_without_asking(tmp_out):
     assert_no_traceback(result.stdout + result.stderr)
     assert "kubernetes compaction: every 1s" in result.stderr
     compactions = re.search(r"etcd compaction: (\d+) compactions?, the last at revision (\d+)", result.stderr)
-    assert compactions is not None and int(compactions[1]) >= 2 and int(compactions[2]) > 0, result.stderr[-2000:]
+    # compacted while the run went on (every second: how many times fit in the run is the machine's business)
+    assert compactions is not None and int(compactions[1]) >= 1 and int(compactions[2]) > 0, result.stderr[-2000:]

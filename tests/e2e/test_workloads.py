@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from checks import assert_share
 from support import headless_args, member_counter, read_csv_rows, run_locust
 
 from etcd_users.reporting.exposition import fetch_metrics, metric_sum
@@ -46,8 +47,9 @@ def test_txn_put_commits_transactions_of_the_configured_size(fresh_etcd1, tmp_ou
 def test_txn_mixed_reports_reads_and_writes_at_the_ratio(etcd1, tmp_out):
     rows = run(etcd1, tmp_out, "EtcdTxnMixedUser", "--etcd-rw-ratio", "3", "--etcd-txn-ops", "2")
     assert set(rows) == {"txn-mixed-read", "txn-mixed-write"}
-    ratio = count(rows, "txn-mixed-read") / count(rows, "txn-mixed-write")
-    assert 2.4 < ratio < 3.6, ratio
+    # 3 reads a write: three quarters of the transactions, within what chance allows for the run's own number of them
+    reads, total = count(rows, "txn-mixed-read"), count(rows, "txn-mixed-read") + count(rows, "txn-mixed-write")
+    assert_share(reads, total, 0.75, "reads of the transactions")
 
 
 @pytest.mark.slow
@@ -78,7 +80,8 @@ def test_watch_events_match_the_puts_on_watched_keys(etcd3, tmp_out):
     assert set(rows) == {"put", "watch"}
     assert count(rows, "watch") == 6 * count(rows, "put")
     assert received(etcd3, "Watch") >= 3 * 6  # every watcher was created on the server
-    assert float(rows["watch"]["Max Response Time"]) < 1000
+    # from the put to its event: a bound only a latency taken from the wrong moment fails, however busy the machine
+    assert float(rows["watch"]["Max Response Time"]) < 30_000
 
 
 @pytest.mark.slow
@@ -87,7 +90,7 @@ def test_mixed_user_follows_the_weights(etcd1, tmp_out):
     assert set(rows) == {"put", "range/serializable", "txn-put"}
     total = sum(count(rows, name) for name in rows)
     for name, weight in (("put", 0.6), ("range/serializable", 0.3), ("txn-put", 0.1)):
-        assert abs(count(rows, name) / total - weight) < 0.05, (name, count(rows, name), total)
+        assert_share(count(rows, name), total, weight, name)  # within what chance allows for the run's own total
 
 
 @pytest.mark.slow
