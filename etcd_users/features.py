@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from etcd_users.arguments import add_option_group
 from etcd_users.settings import (
+    AuditSettings,
     ConnectionSettings,
     ExporterSettings,
     GateSettings,
@@ -39,6 +40,7 @@ FEATURES = (
     Feature("Prometheus exporter", ExporterSettings),
     Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.kubernetes.run:install"),
     Feature("load shapes", ShapeSettings, etcd_only=False),
+    Feature("audit", AuditSettings, "etcd_users.audit.run:install"),
 )
 
 

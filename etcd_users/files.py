@@ -23,6 +23,7 @@ SUFFIXES = {
     "capacity": "_capacity.json",  # shapes.capacity: the capacity search's result
     "etcd_metrics": "_etcd_metrics.csv",
     "client_cpu": "_client_cpu.csv",
+    "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
 }
 
 # The name of the all-requests row, in Locust's CSVs and in ours.

@@ -19,6 +19,7 @@ import gevent
 import greenlet
 
 from etcd_users import session
+from etcd_users.audit import run as audit_run
 from etcd_users.features import add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
@@ -225,6 +226,7 @@ class EtcdPlugin:
         if self.ran and self._judges(environment):
             self.verdicts.judge(environment, self.recorder, self.run_settings, shape)
         self.recorder.on_quitting()
+        audit_run.on_quitting(environment)  # the workers' last reports are in; the exit code is decided right after
         if not isinstance(runner, WorkerRunner):
             final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
 

@@ -316,6 +316,7 @@ NO_BAD_VALUE = {
     *("--etcd-sequential-keys", "--etcd-allow-existing", "--etcd-cleanup", "--etcd-skip-preflight"),
     "--etcd-local-pprof",
     "--etcd-k8s-compact-allowed",
+    "--etcd-skip-audit",
 }
 
 
