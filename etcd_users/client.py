@@ -105,12 +105,16 @@ class EtcdClient:
 
     def delete(self, key: bytes, range_end: bytes = b"", *, name: str = "delete") -> rpc_pb2.DeleteRangeResponse | None:
         self._check_prefix(key, range_end)
-        response = self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end), name)
-        if response is not None and self._ledger is not None:
-            if range_end:
-                self._ledger.untracked_delete()
-            else:
-                self._ledger.delete(key, response.header.revision)
+        ledger = self._ledger
+        if ledger is None:
+            return self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end), name)
+        if range_end:
+            ledger.untracked_delete()
+            return self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end), name)
+        # a delete cut short (a failure, or the user stopped while it waited) may still have been applied
+        index = ledger.delete_sent(key)
+        response = self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key), name)
+        ledger.delete_answered(index, key, response.header.revision if response is not None else None)
         return response
 
     def txn(
@@ -124,8 +128,11 @@ class EtcdClient:
         request = rpc_pb2.TxnRequest(compare=compare, success=success, failure=failure)
         self._check_ops((*request.success, *request.failure))
         response = self._call("Txn", request, name)
-        if response is not None and self._ledger is not None:
-            _record_ops(self._ledger, request.success if response.succeeded else request.failure, response.header)
+        if self._ledger is not None:
+            if response is not None:
+                _record_ops(self._ledger, request.success if response.succeeded else request.failure, response.header)
+            elif _deletes(request):
+                self._ledger.untracked_delete()  # a failed transaction's deletes may have been applied all the same
         return response
 
     def _check_ops(self, ops: Iterable[rpc_pb2.RequestOp]) -> None:
@@ -351,6 +358,13 @@ def _record_ops(ledger: Ledger, ops: Iterable[rpc_pb2.RequestOp], header: rpc_pb
                 ledger.delete(delete.key, header.revision)
         elif kind == "request_txn":
             ledger.untracked_delete()  # which branch of a nested transaction ran is in its own response: not kept
+
+
+def _deletes(request: rpc_pb2.TxnRequest) -> bool:
+    return any(
+        op.WhichOneof("request") in ("request_delete_range", "request_txn")
+        for op in (*request.success, *request.failure)
+    )
 
 
 async def _open_watch(

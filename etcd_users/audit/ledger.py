@@ -28,6 +28,7 @@ class KeyCounts:
     stale: int = 0  # present, but older than an acknowledged write: lost
     vanished: int = 0  # absent although the latest acknowledged write was a put, and this process did not delete it
     later: int = 0  # acknowledged after the read's revision (a read during the run): not judged
+    doubtful: int = 0  # absent after a delete of this process whose answer never came (failed, or cut at the stop)
     unaudited: int = 0  # writes of keys outside the key space's form (a custom user's): not kept
     deletes: int = 0  # keys this process deleted, acknowledged: another process's vanished keys may be these
     untracked_deletes: bool = False  # deletes of ranges or in nested transactions: keys gone that way are not kept
@@ -53,6 +54,9 @@ class Ledger:
         self.deletes = 0  # single keys deleted, acknowledged
         self.untracked_deletes = 0  # deletes of ranges, or in nested transactions: which keys is not kept
         self.unaudited = 0
+        # deletes sent and not answered yet, and keys of deletes that failed: etcd may have applied them all the same
+        self.in_flight: dict[int, int] = {}
+        self.doubtful: set[int] = set()
 
     def index(self, key: bytes) -> int:
         """The counter of a key of the key space; -1 for any other key."""
@@ -70,6 +74,24 @@ class Ledger:
     def delete(self, key: bytes, revision: int) -> None:
         self.deletes += 1
         self._keep(key, revision << 1 | 1)
+
+    def delete_sent(self, key: bytes) -> int:
+        """Before a delete is sent: its key's counter, for ``delete_answered`` (-1 for a key not kept)."""
+        index = self.index(key)
+        if index >= 0:
+            self.in_flight[index] = self.in_flight.get(index, 0) + 1
+        return index
+
+    def delete_answered(self, index: int, key: bytes, revision: int | None) -> None:
+        """After the delete ``delete_sent`` returned ``index`` for: acknowledged at ``revision``, or failed (None)."""
+        if index >= 0:
+            left = self.in_flight.pop(index) - 1
+            if left:
+                self.in_flight[index] = left
+            if revision is None:
+                self.doubtful.add(index)
+        if revision is not None:
+            self.delete(key, revision)
 
     def untracked_delete(self) -> None:
         self.untracked_deletes += 1
@@ -115,7 +137,10 @@ class Ledger:
                 if modified is not None and modified < acknowledged:
                     counts.stale += 1
             elif modified is None:
-                counts.vanished += 1
+                if index in self.doubtful or index in self.in_flight:
+                    counts.doubtful += 1
+                else:
+                    counts.vanished += 1
             elif modified < acknowledged:
                 counts.stale += 1
         return counts

@@ -90,8 +90,9 @@ class Audit:
 
     @property
     def unexplained(self) -> int:
-        """Keys gone while another process of the run deleted keys too: maybe its deletes, so not counted as lost."""
-        return sum(p.keys.vanished + p.keys.stale for p in self.processes) - self.lost
+        """Keys gone that a delete of another process of the run, or one of unknown outcome, may have removed: not
+        counted as lost."""
+        return sum(p.keys.vanished + p.keys.stale + p.keys.doubtful for p in self.processes) - self.lost
 
     @property
     def watches(self) -> WatchCounts:
@@ -113,7 +114,7 @@ class Audit:
         """One line: ``audit: 3 members' HashKV equal at rev 1204551; 1,183,204 acknowledged writes, 0 lost; …``."""
         parts = [self._hash_part(), f"{self.writes:,} acknowledged writes, {self.lost:,} lost"]
         if self.unexplained:
-            parts[-1] += f" ({self.unexplained:,} gone that another process of the run may have deleted)"
+            parts[-1] += f" ({self.unexplained:,} gone after deletes of other processes or of unknown outcome)"
         watches = self.watches
         if watches.watchers:
             part = f"{watches.in_order:,} watch events in order, {watches.missed:,} missed"

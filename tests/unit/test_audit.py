@@ -53,6 +53,20 @@ def test_reading_back_finds_stale_vanished_and_later_keys():
     assert counts.lost == 3
 
 
+def test_a_key_gone_after_a_delete_whose_answer_never_came_is_doubtful_not_lost():
+    book = ledger()
+    for index in (1, 2, 3):
+        book.put(key(index), 10 + index)
+    failed = book.delete_sent(key(1))
+    book.delete_sent(key(2))  # cut short: the user stopped while it waited
+    answered = book.delete_sent(key(3))
+    book.delete_answered(failed, key(1), None)
+    book.delete_answered(answered, key(3), 20)
+    counts = book.check(30, {})
+    assert (counts.doubtful, counts.vanished, counts.lost, counts.deletes, book.in_flight) == (2, 0, 0, 1, {2: 1})
+    assert Audit([ProcessAudit("local", counts)]).unexplained == 2
+
+
 def test_a_process_that_deleted_ranges_does_not_count_its_vanished_keys_as_lost():
     book = ledger()
     book.put(key(1), 10)
