@@ -44,8 +44,10 @@ class Ledger:
     """The latest acknowledged write of each key this process wrote."""
 
     def __init__(self, prefix: bytes, key_size: int, key_space_size: int) -> None:
-        self._skip = len(prefix)
         self._key_size = key_size
+        # a key of the key space: the prefix, zeros, then the counter's digits; only those are parsed
+        self._digits = len(str(max(0, key_space_size - 1)))
+        self._head = prefix + b"0" * (key_size - len(prefix) - self._digits)
         self.size = key_space_size
         self.latest: array | defaultdict = (
             array("q", bytes(8 * key_space_size)) if key_space_size <= ARRAY_KEYS_MAX else defaultdict(int)
@@ -60,9 +62,9 @@ class Ledger:
 
     def index(self, key: bytes) -> int:
         """The counter of a key of the key space; -1 for any other key."""
-        if len(key) != self._key_size:
+        if len(key) != self._key_size or not key.startswith(self._head):
             return -1
-        digits = key[self._skip :]
+        digits = key[-self._digits :]
         if not digits.isdigit():  # ASCII digits only: no sign, space or underscore that int() would take
             return -1
         index = int(digits)
