@@ -14,6 +14,9 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import session
+from etcd_users.audit import record
+from etcd_users.audit.ledger import Ledger
+from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.keys import KeySpace
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
 from etcd_users.transport.bridge import CallOutcome
@@ -54,6 +57,10 @@ class EtcdClient:
         self._watch: WatchFanOut | None = None
         self._watch_connection = None
         self._random = random.Random().random
+        # the audit's record of the run (made at its start, before the users): each acknowledged write goes in after
+        # its response, on this thread, outside the call's timing
+        self._record = record.current(environment)
+        self._ledger = self._record.ledger if self._record is not None else None
 
     @property
     def session(self) -> "session.Session":
@@ -67,7 +74,10 @@ class EtcdClient:
 
     def put(self, key: bytes, value: bytes, *, lease: int = 0, name: str = "put") -> rpc_pb2.PutResponse | None:
         self._check_prefix(key)
-        return self._call("Put", rpc_pb2.PutRequest(key=key, value=value, lease=lease), name)
+        response = self._call("Put", rpc_pb2.PutRequest(key=key, value=value, lease=lease), name)
+        if response is not None and self._ledger is not None:
+            self._ledger.put(key, response.header.revision)
+        return response
 
     def range(
         self,
@@ -95,7 +105,17 @@ class EtcdClient:
 
     def delete(self, key: bytes, range_end: bytes = b"", *, name: str = "delete") -> rpc_pb2.DeleteRangeResponse | None:
         self._check_prefix(key, range_end)
-        return self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end), name)
+        ledger = self._ledger
+        if ledger is None:
+            return self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end), name)
+        if range_end:
+            ledger.untracked_delete()
+            return self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end), name)
+        # a delete cut short (a failure, or the user stopped while it waited) may still have been applied
+        index = ledger.delete_sent(key)
+        response = self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key), name)
+        ledger.delete_answered(index, key, response.header.revision if response is not None else None)
+        return response
 
     def txn(
         self,
@@ -107,7 +127,13 @@ class EtcdClient:
     ) -> rpc_pb2.TxnResponse | None:
         request = rpc_pb2.TxnRequest(compare=compare, success=success, failure=failure)
         self._check_ops((*request.success, *request.failure))
-        return self._call("Txn", request, name)
+        response = self._call("Txn", request, name)
+        if self._ledger is not None:
+            if response is not None:
+                _record_ops(self._ledger, request.success if response.succeeded else request.failure, response.header)
+            elif _deletes(request):
+                self._ledger.untracked_delete()  # a failed transaction's deletes may have been applied all the same
+        return response
 
     def _check_ops(self, ops: Iterable[rpc_pb2.RequestOp]) -> None:
         for op in ops:
@@ -173,8 +199,15 @@ class EtcdClient:
         if self._watch is None or self._watch.key != key:
             self.stop_streams()
             connection = session.pool.next_connection()
+            counts = self._record.watches if self._record is not None else None
             self._watch = session.bridge.run(
-                _open_watch, connection, key, settings.watch_streams, settings.watchers_per_stream, settings.timeout
+                _open_watch,
+                connection,
+                key,
+                settings.watch_streams,
+                settings.watchers_per_stream,
+                settings.timeout,
+                counts,
             )
             self._watch_connection = connection
         outcome, error, seconds, ended = session.bridge.call(
@@ -184,6 +217,8 @@ class EtcdClient:
             return self._report("put", None, error, seconds, ended)
         response, put_seconds, acknowledged, latencies = outcome
         self._report("put", response, None, put_seconds, acknowledged)
+        if self._ledger is not None:
+            self._ledger.put(key, response.header.revision)
         for latency in latencies:
             self._fire(
                 request_type=REQUEST_TYPE, name=name, response_time=latency * 1000.0, response_length=0, exception=None
@@ -309,7 +344,32 @@ async def _open_keep_alive(connection) -> KeepAliveStream:
     return KeepAliveStream(connection)
 
 
-async def _open_watch(connection, key: bytes, streams: int, watchers: int, timeout: float) -> WatchFanOut:
-    fan_out = WatchFanOut(connection, key, streams, watchers)
+def _record_ops(ledger: Ledger, ops: Iterable[rpc_pb2.RequestOp], header: rpc_pb2.ResponseHeader) -> None:
+    """The writes of a transaction's branch that ran, all acknowledged at its revision."""
+    for op in ops:
+        kind = op.WhichOneof("request")
+        if kind == "request_put":
+            ledger.put(op.request_put.key, header.revision)
+        elif kind == "request_delete_range":
+            delete = op.request_delete_range
+            if delete.range_end:
+                ledger.untracked_delete()
+            else:
+                ledger.delete(delete.key, header.revision)
+        elif kind == "request_txn":
+            ledger.untracked_delete()  # which branch of a nested transaction ran is in its own response: not kept
+
+
+def _deletes(request: rpc_pb2.TxnRequest) -> bool:
+    return any(
+        op.WhichOneof("request") in ("request_delete_range", "request_txn")
+        for op in (*request.success, *request.failure)
+    )
+
+
+async def _open_watch(
+    connection, key: bytes, streams: int, watchers: int, timeout: float, counts: WatchCounts | None
+) -> WatchFanOut:
+    fan_out = WatchFanOut(connection, key, streams, watchers, counts)
     await fan_out.start(timeout)
     return fan_out

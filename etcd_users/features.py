@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from etcd_users.arguments import add_option_group
 from etcd_users.settings import (
+    AuditSettings,
     ConnectionSettings,
     DisruptionSettings,
     ExporterSettings,
@@ -56,6 +57,16 @@ class FeatureHooks:
     def on_test_stop(self, environment, **_kwargs) -> None:
         pass
 
+    def on_report_to_master(self, client_id, data, **_kwargs) -> None:
+        """A worker's report about to go: what this feature sends its master."""
+
+    def on_worker_report(self, client_id, data, **_kwargs) -> None:
+        """A worker's report on the master."""
+
+    def on_quitting(self, environment) -> None:
+        """Called by the plugin, not by Locust: once the workers' last reports are in and the gates are judged,
+        right before Locust decides the exit code (Locust runs ``quitting``'s listeners in reverse, features' first)."""
+
     def on_quit(self, **_kwargs) -> None:
         pass
 
@@ -79,6 +90,7 @@ FEATURES = (
     Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.kubernetes.run:KubernetesRun"),
     Feature("disruptions", DisruptionSettings, "etcd_users.disruptions.runner:Disruptions"),
     Feature("load shapes", ShapeSettings, etcd_only=False),
+    Feature("audit", AuditSettings, "etcd_users.audit.run:AuditRun"),
 )
 
 

@@ -24,6 +24,7 @@ SUFFIXES = {
     "etcd_metrics": "_etcd_metrics.csv",
     "client_cpu": "_client_cpu.csv",
     "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
+    "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
 }
 
 # The name of the all-requests row, in Locust's CSVs and in ours.

@@ -76,7 +76,10 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
             events.init.add_listener(hooks.on_init)
             events.test_start.add_listener(hooks.on_test_start)
             events.test_stop.add_listener(hooks.on_test_stop)
+            events.report_to_master.add_listener(hooks.on_report_to_master)
+            events.worker_report.add_listener(hooks.on_worker_report)
             events.quit.add_listener(hooks.on_quit)
+            plugin.feature_hooks.append(hooks)
     return plugin
 
 
@@ -99,6 +102,7 @@ class EtcdPlugin:
         self.run: RunState | None = None  # the master's (or single process's) current run, from start to stop
         self.space_watch: space.SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
+        self.feature_hooks: list[FeatureHooks] = []  # FEATURES' own, in their order
         self.verdicts = GateVerdicts()  # the gates: judged at quitting, written and printed at quit
         self.tabs: webui.EtcdTabs | None = None  # the web UI's etcd tabs, on a master or single process with one
         self.exporter: exporter.Exporter | None = None  # --etcd-prometheus-port, on a master or single process
@@ -230,6 +234,8 @@ class EtcdPlugin:
         if self.ran and self._judges(environment):
             self.verdicts.judge(environment, self.recorder, self.run_settings, shape)
         self.recorder.on_quitting()
+        for hooks in self.feature_hooks:  # the workers' last reports are in; the exit code is decided right after
+            hooks.on_quitting(environment)
         if not isinstance(runner, WorkerRunner):
             final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
 

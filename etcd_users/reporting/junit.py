@@ -194,3 +194,29 @@ def write(path: str, document: ET.ElementTree) -> bool:
         logger.error("locust-etcd: error: --etcd-junit: could not write %s: %s", path, error.strerror or error)
         return False
     return True
+
+
+def add_case(
+    path: str, classname: str, name: str, output: str, failure: str | None, properties: Iterable[tuple[str, str]] = ()
+) -> bool:
+    """Append one test case (a ``<failure>`` when ``failure`` is given) to the report at ``path``, its counts
+    updated; False, with one logged line, when there is no report to add it to or it cannot be written."""
+    try:
+        document = ET.parse(Path(path).expanduser())
+    except (OSError, ET.ParseError) as error:
+        logger.error("locust-etcd: error: --etcd-junit: could not add %r to %s: %s", name, path, error)
+        return False
+    suites = document.getroot()
+    suite = suites.find("testsuite")
+    if suite is None:
+        suite = ET.SubElement(suites, "testsuite", name=SUITE)
+    case = _case(suite, classname, name)
+    _properties(case, properties)
+    if failure is not None:
+        ET.SubElement(case, "failure", message=failure.splitlines()[0], type=classname).text = failure
+    ET.SubElement(case, "system-out").text = output
+    for element in (suites, suite):
+        element.set("tests", str(int(element.get("tests", "0")) + 1))
+        element.set("failures", str(int(element.get("failures", "0")) + (failure is not None)))
+    ET.indent(suites)
+    return write(path, document)

@@ -6,6 +6,7 @@ Pure: nothing of Locust, gRPC or the run, so the suite runner, the tests and the
 without gevent's monkey patching. ``etcd_users.features`` registers the groups with Locust.
 """
 
+from etcd_users.settings.audit import AuditSettings
 from etcd_users.settings.connection import (
     CLIENT_MAX_SEND_BYTES,
     ConnectionSettings,
@@ -34,12 +35,19 @@ from etcd_users.settings.workload import DEFAULT_PREFIX, WorkloadSettings, parse
 # the --etcd-* groups in the order Locust's help and web UI show them: where the load goes and what it is judged by
 # first
 GROUPS = (
-    *(ConnectionSettings, GateSettings, WorkloadSettings, MonitoringSettings, ExporterSettings, KubeSettings),
+    ConnectionSettings,
+    GateSettings,
+    WorkloadSettings,
+    MonitoringSettings,
+    ExporterSettings,
+    KubeSettings,
     DisruptionSettings,
+    AuditSettings,
 )
 OPTIONS = tuple(declared for group in GROUPS for declared in group.options())
 
 __all__ = [
+    "AuditSettings",
     "CLIENT_MAX_SEND_BYTES",
     "DEFAULT_PREFIX",
     "GROUPS",

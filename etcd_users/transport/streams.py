@@ -11,6 +11,7 @@ import time
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
+from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.pool import Connection
 
 
@@ -35,9 +36,14 @@ class WatchFanOut:
     """``streams`` watch streams with ``watchers`` watchers each, all on one key.
 
     Events are matched to puts by revision, so another writer of the same key costs nothing but ignored events.
+
+    For the audit each watcher's revisions must rise, and each put acknowledged here must reach every watcher before
+    the streams are cancelled; ``cancel`` adds the counts to ``counts``.
     """
 
-    def __init__(self, connection: Connection, key: bytes, streams: int, watchers: int) -> None:
+    def __init__(
+        self, connection: Connection, key: bytes, streams: int, watchers: int, counts: WatchCounts | None = None
+    ) -> None:
         self.key = key
         self.expected = streams * watchers
         self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
@@ -46,6 +52,10 @@ class WatchFanOut:
         self._waiting: dict[int, asyncio.Future] = {}
         self._created = 0
         self._all_created = asyncio.get_running_loop().create_future()
+        self._counts = counts
+        self._in_order = self._disordered = self._broken = 0
+        self._cancelled = False
+        self._undelivered: dict[int, int] = {}  # revision of an acknowledged put -> watchers still to deliver it
         self._readers = [asyncio.get_running_loop().create_task(self._read(call)) for call in self._calls]
 
     async def start(self, timeout: float) -> None:
@@ -57,14 +67,36 @@ class WatchFanOut:
         await asyncio.wait_for(asyncio.shield(self._all_created), timeout)
 
     async def _read(self, call) -> None:
+        try:
+            await self._read_events(call)
+        finally:
+            if not self._cancelled:
+                self._broken += 1
+
+    async def _read_events(self, call) -> None:
+        latest: dict[int, int] = {}  # watch id -> revision of its latest event
+        undelivered = self._undelivered
         async for response in call:
             now = time.perf_counter()
+            if response.canceled:
+                self._broken += 1  # etcd ended a watcher (a compaction, a lost leader): what it missed is not judged
             if response.created:
                 self._created += 1
                 if self._created == self.expected and not self._all_created.done():
                     self._all_created.set_result(None)
             for event in response.events:
                 revision = event.kv.mod_revision
+                if revision > latest.get(response.watch_id, 0):
+                    latest[response.watch_id] = revision
+                    self._in_order += 1
+                    left = undelivered.get(revision)
+                    if left is not None:
+                        if left > 1:
+                            undelivered[revision] = left - 1
+                        else:
+                            del undelivered[revision]
+                else:
+                    self._disordered += 1
                 arrivals = self._arrivals[revision]
                 arrivals.append(now)
                 waiting = self._waiting.get(revision)
@@ -82,6 +114,7 @@ class WatchFanOut:
         acknowledged = time.perf_counter()
         revision = response.header.revision
         if len(self._arrivals[revision]) < self.expected:
+            self._undelivered[revision] = self.expected - len(self._arrivals[revision])
             self._waiting[revision] = asyncio.get_running_loop().create_future()
             try:
                 await asyncio.wait_for(self._waiting[revision], timeout)
@@ -101,7 +134,15 @@ class WatchFanOut:
         )
 
     def cancel(self) -> None:
+        self._cancelled = True
         for call in self._calls:
             call.cancel()
         for reader in self._readers:
             reader.cancel()
+        if self._counts is not None:
+            # a put whose round trip the cancel cut short was still waiting for its events: not missed
+            missed = sum(left for revision, left in self._undelivered.items() if revision not in self._waiting)
+            if self._broken:
+                missed = 0  # a stream that ended misses what came after: told apart only by its count
+            self._counts.add(WatchCounts(self.expected, self._in_order, self._disordered, missed, self._broken))
+            self._counts = None

@@ -37,10 +37,15 @@ def test_the_junit_report_has_each_gate_with_one_failure_and_the_exit_code_stays
     assert f"\n    {junit}\n" in result.stderr  # listed with the run's files
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("name") == "locust-etcd"
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("2", "1", "0")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "0")
     cases = suite.findall("testcase")
-    assert [(case.get("classname"), case.get("name")) for case in cases] == [("sla", PASSING), ("sla", FAILING)]
-    passing, failing = cases
+    assert [(case.get("classname"), case.get("name")) for case in cases] == [
+        ("sla", PASSING),
+        ("sla", FAILING),
+        ("audit", "audit"),  # the audit of the run's writes, after the gates
+    ]
+    passing, failing, audit = cases
+    assert audit.find("failure") is None and audit.findtext("system-out").startswith("audit: ")
     # the measured value is the run's exact P99 of put, as in PREFIX_latency.csv (ms there, the gate's unit here)
     p99_ms = float(put["P99"])
     measured = {prop.get("name"): prop.get("value") for prop in passing.iter("property")}
@@ -81,7 +86,7 @@ def test_with_worker_processes_only_the_master_reports(etcd1, tmp_out):
     assert text.count("## locust-etcd") == 1  # the workers append nothing
     assert f"| etcd | put | service | {put['Count']} | {put['Failures']} | {put['P50']} |" in text  # merged figures
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert (suite.get("tests"), suite.get("failures")) == ("1", "0")
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "0")  # the gate, and the audit of the run's writes
 
 
 @pytest.mark.slow
@@ -128,8 +133,9 @@ def test_a_shapes_levels_are_cases_with_their_verdicts(etcd1, tmp_out):
         ("sla", "put:p99<5s"),
         ("sla", "qps>50"),
         *(("levels", name) for name in names),
+        ("audit", "audit"),
     ]
-    verdicts = {case.get("name"): case.find("failure") is None for case in cases[2:]}
+    verdicts = {case.get("name"): case.find("failure") is None for case in cases[2:-1]}
     assert verdicts == {level["name"]: level["verdict"] == "pass" for level in record["levels"]}
     # the baseline's own measured QPS (at most its plan of 40, as fast as this machine got there) as its record says
     [qps_check] = [check for check in record["levels"][0]["checks"] if "qps" in check["gate"]]
@@ -138,6 +144,7 @@ def test_a_shapes_levels_are_cases_with_their_verdicts(etcd1, tmp_out):
     assert baseline.find("failure").get("message") == f"level 'baseline': {qps_check['line']}"
     failed_gates = [line for line in result.stderr.splitlines() if line.startswith("SLA ") and line.endswith(" FAIL")]
     failed_levels = [level for level in record["levels"] if level["verdict"] == "FAIL"]
+    assert cases[-1].find("failure") is None  # the audit
     assert int(suite.get("failures")) == len(failed_gates) + len(failed_levels) >= 1
     lines = summary.read_text().splitlines()
     assert any(line.startswith("| baseline | ❌ FAIL | ") and qps_check["line"] in line for line in lines), lines

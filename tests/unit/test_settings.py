@@ -319,6 +319,7 @@ NO_BAD_VALUE = {
     "--etcd-local-pprof",
     "--etcd-k8s-compact-allowed",
     "--etcd-disrupt-allowed",
+    "--etcd-skip-audit",
 }
 
 

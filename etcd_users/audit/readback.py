@@ -1,0 +1,57 @@
+"""A process's keys read back at one revision, in pages sorted by key (keys only), on the transport's loop thread.
+
+The first read is linearizable and fixes the revision: every write acknowledged before it is at or below it. A
+compaction past that revision while the pages are read starts the reading again at a newer one.
+"""
+
+import locust  # noqa: F401  (gevent's monkey patching must come first)
+
+import grpc
+from etcd3.etcdrpc import rpc_pb2
+
+from etcd_users.audit.ledger import Ledger
+from etcd_users.transport.errors import error_label
+from etcd_users.transport.pool import EndpointPool
+
+PAGE_KEYS = 5000
+COMPACTED = "mvcc: required revision has been compacted"
+ATTEMPTS = 3
+
+
+async def read_back(pool: EndpointPool, ledger: Ledger, first: bytes, end: bytes) -> tuple[int, dict[int, int]]:
+    """(revision, counter -> mod_revision of each key of [first, end) present at it)."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return await _read_at_one_revision(pool, ledger, first, end)
+        except grpc.aio.AioRpcError as error:
+            if error_label(error) != COMPACTED or attempt == ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _read_at_one_revision(
+    pool: EndpointPool, ledger: Ledger, first: bytes, end: bytes
+) -> tuple[int, dict[int, int]]:
+    timeout = pool.settings.timeout
+    connection = pool.next_connection()
+    head = await connection.kv.Range(
+        rpc_pb2.RangeRequest(key=first, range_end=end, count_only=True), timeout=timeout, metadata=connection.metadata
+    )
+    revision = head.header.revision
+    found: dict[int, int] = {}
+    key = first
+    while True:
+        connection = pool.next_connection()
+        page = await connection.kv.Range(
+            rpc_pb2.RangeRequest(key=key, range_end=end, revision=revision, limit=PAGE_KEYS, keys_only=True),
+            timeout=timeout,
+            metadata=connection.metadata,
+        )
+        index = ledger.index
+        for kv in page.kvs:
+            counter = index(kv.key)
+            if counter >= 0:
+                found[counter] = kv.mod_revision
+        if not page.more or not page.kvs:
+            return revision, found
+        key = page.kvs[-1].key + b"\0"

@@ -1,0 +1,32 @@
+"""What the audit keeps of the current run in each process that runs users: the acknowledged writes (``Ledger``) and
+the watch streams' counts. The users' client records into them after each response (``etcd_users.client``); the
+audit (``etcd_users.audit.run``) starts a record at each run's start and reads it at its end. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from etcd_users.audit.ledger import Ledger
+from etcd_users.audit.watch_counts import WatchCounts
+
+
+@dataclass
+class RunRecord:
+    ledger: Ledger
+    watches: WatchCounts = field(default_factory=WatchCounts)
+
+
+_records: dict[int, RunRecord] = {}
+
+
+def begin(environment, record: RunRecord | None) -> None:
+    """The record of the run starting in ``environment`` (None: nothing recorded, the audit is off)."""
+    if record is None:
+        _records.pop(id(environment), None)
+    else:
+        _records[id(environment)] = record
+
+
+def current(environment) -> RunRecord | None:
+    """The current run's record; users made after the run started record into it."""
+    return _records.get(id(environment))

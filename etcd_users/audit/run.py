@@ -1,0 +1,162 @@
+"""The audit's life cycle in a run: a record of the acknowledged writes in each process that runs users, from the
+run's start; at its stop each such process reads its keys back (a worker sends its counts with its last report);
+at quitting the master (or single process) hashes every member, sums the counts, judges and sets the exit code;
+at quit it prints the line, last, and adds a case to the ``--etcd-junit`` report.
+
+``AuditRun`` is the feature's hooks (``etcd_users.features``). Locust decides the exit code right after
+``quitting``: the plugin calls ``on_quitting`` here once the workers have reported and the gates are judged. The
+local etcd stops, and ``--etcd-cleanup`` deletes the prefix, later, at quit.
+"""
+
+import locust  # noqa: F401  (gevent's monkey patching must come first)
+from locust.runners import MasterRunner, WorkerRunner
+
+import json
+import logging
+import os
+import time
+
+from etcd_users import session
+from etcd_users.audit import record
+from etcd_users.audit.hashkv import hash_members
+from etcd_users.audit.ledger import Ledger
+from etcd_users.audit.readback import read_back
+from etcd_users.audit.verdict import AUDIT_EXIT_CODE, Audit, ProcessAudit
+from etcd_users.features import FeatureHooks
+from etcd_users.files import LOCAL_PROCESS, SUFFIXES
+from etcd_users.reporting import junit
+from etcd_users.settings import AuditSettings, SettingsError, settings_from_options
+from etcd_users.target_cluster import with_probe
+from etcd_users.transport.errors import EndpointError, error_detail
+
+logger = logging.getLogger(__name__)
+_console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary, and the SLA lines
+
+REPORT_KEY = "etcd_audit"
+JUNIT_CLASS = "audit"
+
+
+class AuditRun(FeatureHooks):
+    """The audit's hooks, and its state in one process across runs."""
+
+    def __init__(self, tool) -> None:
+        super().__init__(tool)
+        self.on = False  # the current run is audited
+        self.workers = 0  # a master's workers at the run's start
+        self.mine: ProcessAudit | None = None  # this process's keys read back
+        self.unsent: dict | None = None  # a worker's counts, for its next report
+        self.reports: dict[str, ProcessAudit] = {}  # a master's workers' counts
+        self.audit: Audit | None = None  # the verdict, on a master or single process
+        self.junit = ""  # --etcd-junit of the run judged
+
+    def on_test_start(self, environment, **_kwargs) -> None:
+        self.mine, self.unsent, self.reports, self.audit = None, None, {}, None
+        options = environment.parsed_options
+        self.on = hasattr(options, "etcd_endpoints") and not AuditSettings.read_one(options, "skip")
+        runner = environment.runner
+        if isinstance(runner, MasterRunner):
+            self.workers = runner.worker_count
+            return
+        ledger = None
+        if self.on:
+            try:
+                settings = settings_from_options(options)
+            except SettingsError:
+                settings = None  # the plugin has said why; the run stops
+            if settings is not None:
+                ledger = Ledger(settings.prefix, settings.key_size, settings.key_space_size)
+        record.begin(environment, record.RunRecord(ledger) if ledger is not None else None)
+
+    def on_test_stop(self, environment, **_kwargs) -> None:
+        """A process that ran users reads its keys back once they have stopped."""
+        if not isinstance(environment.runner, MasterRunner) and self.mine is None:
+            self.mine = self._read_back(environment)
+            if isinstance(environment.runner, WorkerRunner) and self.mine is not None:
+                self.unsent = self.mine.to_report()
+
+    def on_report_to_master(self, client_id, data, **_kwargs) -> None:
+        if self.unsent is not None:
+            data[REPORT_KEY], self.unsent = self.unsent, None
+
+    def on_worker_report(self, client_id, data, **_kwargs) -> None:
+        report = data.get(REPORT_KEY)
+        if isinstance(report, dict):
+            try:
+                self.reports[str(client_id)] = ProcessAudit.from_report({**report, "process": str(client_id)})
+            except TypeError as error:
+                logger.warning("audit: a report of worker %s could not be read: %s", client_id, error)
+
+    def on_quitting(self, environment) -> None:
+        """Judge the run, on a master or single process, once the workers' last reports are in."""
+        runner = environment.runner
+        if not self.on or runner is None or isinstance(runner, WorkerRunner):
+            return
+        if isinstance(runner, MasterRunner):
+            processes = list(self.reports.values())
+            missing = max(0, self.workers - len(processes))
+        else:
+            if self.mine is None:  # quitting before the users stopped (Ctrl-C): writes after the read are not judged
+                self.mine = self._read_back(environment)
+            processes, missing = [self.mine] if self.mine is not None else [], 0
+        if not any(p.keys.writes or p.watches.watchers for p in processes):
+            return  # a run that wrote nothing of the key space (reads, leases, Kubernetes' objects) is not audited
+        self.audit = Audit(processes, missing=missing)
+        settings = self.tool.run_settings
+        self.junit = settings.gates.junit
+        try:
+            self.audit.hashes = with_probe(settings, hash_members)
+        except (EndpointError, SettingsError) as error:
+            self.audit.hash_error = str(error)
+        if self.audit.failed:
+            environment.process_exit_code = AUDIT_EXIT_CODE  # above the gates' 3: lost data outranks slow data
+        prefix = getattr(environment.parsed_options, "csv_prefix", None)
+        if prefix:
+            _write_json(prefix + SUFFIXES["audit"], self.audit.as_json())
+
+    def on_quit(self, **_kwargs) -> None:
+        """The line last, after the gates' (the plugin prints them at quit, before this listener)."""
+        audit = self.audit
+        if audit is None:
+            return
+        for line in audit.error_lines():
+            logger.error(line)
+        _console.info(audit.line())
+        if self.junit and os.path.exists(os.path.expanduser(self.junit)):  # the plugin wrote the gates' report
+            failure = "\n".join(audit.error_lines()) if audit.failed else None
+            properties = [(key, str(value)) for key, value in audit.as_json()["writes"].items()]
+            junit.add_case(self.junit, JUNIT_CLASS, "audit", audit.line(), failure, properties)
+
+    def _read_back(self, environment) -> ProcessAudit | None:
+        """This process's keys read back at one revision, judged against its record; None when it wrote nothing."""
+        run = record.current(environment)
+        if run is None or not (run.ledger.writes or run.ledger.untracked_deletes or run.watches.watchers):
+            return None
+        started = time.perf_counter()
+        runner = environment.runner
+        process = str(runner.client_id) if isinstance(runner, WorkerRunner) else LOCAL_PROCESS
+        ledger = run.ledger
+        try:
+            current = session.current(environment)
+            first, end = current.keys.first_and_end()
+            revision, found = current.bridge.run(read_back, current.pool, ledger, first, end)
+        except Exception as error:  # the members may be gone (a fault test): said in the line, never a traceback
+            return ProcessAudit(process, watches=run.watches, error=error_detail(error))
+        counts = ledger.check(revision, found)
+        return ProcessAudit(
+            process,
+            counts,
+            run.watches,
+            revision,
+            time.perf_counter() - started,
+            ledger.bytes_per_key(),
+        )
+
+
+def _write_json(path: str, data: dict) -> None:
+    partial = f"{path}.tmp"
+    try:
+        with open(partial, "w") as file:
+            json.dump(data, file, indent=2)
+        os.replace(partial, path)
+    except OSError as error:
+        logger.error("locust-etcd: error: could not write %s: %s", path, error.strerror or error)

@@ -1,0 +1,85 @@
+"""The audit at the end of a run: clean on a put run of one and of three members, and failed, with exit code 4, when
+another client deletes the tool's keys behind its back (the arithmetic is ``tests/unit/test_audit.py``)."""
+
+import json
+import re
+import time
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+import etcd3
+import pytest
+from checks import assert_no_traceback
+from support import headless_args, read_csv_rows, run_locust, start_locust
+
+from etcd_users.audit.verdict import AUDIT_EXIT_CODE
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+LINE = re.compile(r"^audit: (1 member's|3 members') HashKV equal at rev \d+; ([\d,]+) acknowledged writes, 0 lost$")
+
+
+def audit_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("audit")]
+    assert len(lines) == 1, stderr[-3000:]
+    return lines[0]
+
+
+def puts_acknowledged(prefix) -> int:
+    put = next(row for row in read_csv_rows(f"{prefix}_stats.csv") if row["Name"] == "put")
+    return int(put["Request Count"]) - int(put["Failure Count"])
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_a_put_run_audits_clean_and_says_so_in_a_line_and_its_file(members, request, tmp_out):
+    cluster = request.getfixturevalue("etcd1" if members == 1 else "etcd3")
+    prefix = tmp_out / "run"
+    args = ("--etcd-prefix", f"/audit-clean-{members}/", "--etcd-cleanup", "EtcdPutUser")
+    result = run_locust(*headless_args(cluster, prefix, *args, seconds=3), timeout=90)
+    assert_no_traceback(result.stderr)
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = audit_line(result.stderr)
+    match = LINE.match(line)
+    assert match and match[1].startswith(str(members)), line
+    # every put Locust counted as a success was acknowledged, and recorded once
+    assert int(match[2].replace(",", "")) == puts_acknowledged(prefix) > 0
+    record = json.loads((tmp_out / "run_audit.json").read_text())
+    assert record["passed"] and record["line"] == line and record["exit_code"] == 0
+    assert record["writes"]["lost"] == 0 and len(record["hashkv"]["members"]) == members
+    assert len({member["hash"] for member in record["hashkv"]["members"]}) == 1
+    assert f"{prefix}_audit.json" in result.stderr  # among the files written
+
+
+def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(etcd1, tmp_out):
+    """The tool writes the keys in order, each once; another client deletes the first ten while it runs."""
+    prefix, junit_path = tmp_out / "run", tmp_out / "junit.xml"
+    key_prefix = "/audit-lost/"
+    args = (
+        *("--etcd-prefix", key_prefix, "--etcd-key-size", "32", "--etcd-key-space-size", "10000000"),
+        *("--etcd-sequential-keys", "--etcd-user-rate", "200", "--etcd-cleanup", "--etcd-junit", str(junit_path)),
+        "EtcdPutUser",
+    )
+    address = urllib.parse.urlsplit(etcd1.endpoints[0])
+    client = etcd3.client(address.hostname, address.port, timeout=10)
+    keys = [f"{key_prefix}{index:020d}" for index in range(10)]
+    try:
+        with start_locust(*headless_args(etcd1, prefix, *args, users=2, seconds=6), log_dir=tmp_out) as locust:
+            deadline = time.monotonic() + 30
+            while client.get(f"{key_prefix}{100:020d}")[0] is None:  # the first hundred keys are written
+                assert time.monotonic() < deadline and locust.poll() is None, locust.output()[1][-3000:]
+                time.sleep(0.1)
+            assert all(client.delete(key) for key in keys)
+            result = locust.finish(timeout=60)
+    finally:
+        client.close()
+    assert_no_traceback(result.stderr)
+    assert result.returncode == AUDIT_EXIT_CODE == 4, result.stderr[-3000:]
+    line = audit_line(result.stderr)
+    assert line.startswith("audit FAILED: 1 member's HashKV equal at rev ") and line.endswith(" 10 lost"), line
+    assert "audit: 10 acknowledged writes lost: 0 keys older than the write etcd acknowledged, 10 keys gone" in (
+        result.stderr
+    )
+    record = json.loads((tmp_out / "run_audit.json").read_text())
+    assert not record["passed"] and record["writes"]["lost"] == 10 and record["exit_code"] == 4
+    case = ET.parse(junit_path).getroot().find("testsuite/testcase[@classname='audit']")
+    assert case is not None and case.find("failure") is not None

@@ -1,0 +1,153 @@
+"""The audit's arithmetic: the ledger of acknowledged writes, its reading back, and the verdict across processes."""
+
+import xml.etree.ElementTree as ET
+
+from etcd_users.audit.ledger import KeyCounts, Ledger
+from etcd_users.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
+from etcd_users.audit.watch_counts import WatchCounts
+from etcd_users.reporting import junit
+
+PREFIX = b"/t/"
+
+
+def key(index: int) -> bytes:
+    return PREFIX + b"%05d" % index
+
+
+def ledger(size: int = 100) -> Ledger:
+    return Ledger(PREFIX, len(key(0)), size)
+
+
+def test_a_key_of_the_key_space_is_its_counter_and_any_other_key_is_not_kept():
+    book = ledger()
+    assert book.index(key(0)) == 0 and book.index(key(99)) == 99
+    for other in (key(100), PREFIX + b"-0001", PREFIX + b" 0001", PREFIX + b"0_001", PREFIX + b"001", b"/t/abcde"):
+        assert book.index(other) == -1, other
+    book.put(PREFIX + b"x", 5)
+    assert (book.writes, book.unaudited) == (0, 1)
+
+
+def test_the_latest_acknowledged_write_is_kept_whatever_order_the_responses_come_in():
+    book = ledger()
+    book.put(key(1), 10)
+    book.put(key(1), 7)  # a slower response of an earlier put
+    book.delete(key(2), 12)
+    book.put(key(2), 11)
+    assert (book.latest[1], book.latest[2]) == (10 << 1, 12 << 1 | 1)
+    assert (book.writes, book.deletes) == (4, 1)
+    assert book.bytes_per_key() == 8
+
+
+def test_reading_back_finds_stale_vanished_and_later_keys():
+    book = ledger()
+    book.put(key(1), 10)  # present at 10: kept
+    book.put(key(2), 11)  # present at 15 (another writer's later put): kept
+    book.put(key(3), 12)  # present at 9, older than acknowledged: lost
+    book.put(key(4), 13)  # absent, never deleted here: vanished
+    book.delete(key(5), 14)  # absent: deleted
+    book.delete(key(6), 15)  # back at 20 (a later put): kept
+    book.delete(key(7), 16)  # present at 8, older than the delete: lost
+    book.put(key(8), 40)  # after the read's revision: not judged
+    counts = book.check(30, {1: 10, 2: 15, 3: 9, 6: 20, 7: 8})
+    assert counts == KeyCounts(writes=8, keys=7, stale=2, vanished=1, later=1, deletes=3)
+    assert counts.lost == 3
+
+
+def test_a_key_gone_after_a_delete_whose_answer_never_came_is_doubtful_not_lost():
+    book = ledger()
+    for index in (1, 2, 3):
+        book.put(key(index), 10 + index)
+    failed = book.delete_sent(key(1))
+    book.delete_sent(key(2))  # cut short: the user stopped while it waited
+    answered = book.delete_sent(key(3))
+    book.delete_answered(failed, key(1), None)
+    book.delete_answered(answered, key(3), 20)
+    counts = book.check(30, {})
+    assert (counts.doubtful, counts.vanished, counts.lost, counts.deletes, book.in_flight) == (2, 0, 0, 1, {2: 1})
+    assert Audit([ProcessAudit("local", counts)]).unexplained == 2
+
+
+def test_a_process_that_deleted_ranges_does_not_count_its_vanished_keys_as_lost():
+    book = ledger()
+    book.put(key(1), 10)
+    book.untracked_delete()
+    counts = book.check(30, {})
+    assert (counts.vanished, counts.untracked_deletes, counts.lost) == (1, True, 0)
+
+
+def test_a_key_space_too_large_for_an_array_keeps_the_keys_written_in_a_dict(monkeypatch):
+    monkeypatch.setattr("etcd_users.audit.ledger.ARRAY_KEYS_MAX", 10)
+    book = ledger(100)
+    book.put(key(50), 3)
+    assert dict(book.latest) == {50: 6}
+    assert book.check(5, {}).vanished == 1
+
+
+def process(name: str, stale=0, vanished=0, deletes=0, writes=10) -> ProcessAudit:
+    return ProcessAudit(name, KeyCounts(writes=writes, keys=writes, stale=stale, vanished=vanished, deletes=deletes))
+
+
+def test_keys_gone_count_as_lost_only_when_no_other_process_of_the_run_deleted_keys():
+    alone = Audit([process("a", stale=1, vanished=2, deletes=5), process("b", vanished=3)])
+    # b's 3 may be a's deletes; a's 2 cannot be b's, which deleted nothing
+    assert (alone.lost, alone.unexplained, alone.writes) == (1 + 2, 3, 20)
+    assert Audit([process("a", vanished=2)]).lost == 2
+
+
+def hashes(*values: int, compact=(1, 1, 1)) -> Hashes:
+    members = tuple(MemberHash(f"127.0.0.1:{2379 + i}", value, compact[i]) for i, value in enumerate(values))
+    return Hashes(1204551, members)
+
+
+def test_the_line_of_a_clean_run():
+    watches = WatchCounts(watchers=4, in_order=3120556)
+    audit = Audit([ProcessAudit("local", KeyCounts(writes=1183204, keys=9000), watches)], hashes(7, 7, 7))
+    assert not audit.failed
+    assert audit.line() == (
+        "audit: 3 members' HashKV equal at rev 1204551; 1,183,204 acknowledged writes, 0 lost; "
+        "3,120,556 watch events in order, 0 missed"
+    )
+    assert audit.as_json()["exit_code"] == 0 and audit.error_lines() == []
+
+
+def test_hashes_that_differ_fail_and_name_the_members():
+    audit = Audit([process("local")], hashes(7, 7, 9))
+    assert audit.failed and audit.as_json()["exit_code"] == AUDIT_EXIT_CODE == 4
+    assert audit.line().startswith("audit FAILED: 3 members' HashKV DIFFER at rev 1204551;")
+    assert audit.error_lines() == [
+        "audit: HashKV differs at rev 1204551 (compact rev 1): "
+        "127.0.0.1:2379 0x00000007, 127.0.0.1:2380 0x00000007, 127.0.0.1:2381 0x00000009"
+    ]
+
+
+def test_hashes_of_different_compact_revisions_or_a_silent_member_are_not_compared_and_do_not_fail():
+    for partial in (
+        hashes(7, 9, 7, compact=(1, 5, 1)),
+        Hashes(5, (MemberHash("a:1", 7, 1), MemberHash("b:1", None, 0, "DEADLINE_EXCEEDED"))),
+    ):
+        audit = Audit([process("local")], partial)
+        assert not audit.failed
+        assert "HashKV not compared" in audit.line()
+
+
+def test_lost_writes_and_missed_watch_events_fail():
+    lost = Audit([process("local", vanished=10)], hashes(1))
+    assert lost.failed
+    assert lost.line() == "audit FAILED: 1 member's HashKV equal at rev 1204551; 10 acknowledged writes, 10 lost"
+    missed = Audit([ProcessAudit("local", watches=WatchCounts(watchers=2, in_order=5, missed=1))], hashes(1))
+    assert missed.failed and "1 acknowledged puts not delivered" in missed.error_lines()[0]
+
+
+def test_a_worker_s_report_comes_back_whole():
+    sent = ProcessAudit("w1", KeyCounts(writes=3, keys=2), WatchCounts(watchers=1, in_order=4), 17, 0.25, 8.0)
+    assert ProcessAudit.from_report(sent.to_report()) == sent
+
+
+def test_the_audit_is_added_to_the_junit_report(tmp_path):
+    path = tmp_path / "junit.xml"
+    junit.write(str(path), junit.report((), ()))
+    assert junit.add_case(str(path), "audit", "audit", "audit FAILED: …", "audit: 10 lost", [("lost", "10")])
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
+    case = suite.find("testcase")
+    assert case.get("classname") == "audit" and case.find("failure").get("message") == "audit: 10 lost"
