@@ -223,6 +223,7 @@ class Disruptions:
     def __init__(self, events) -> None:
         self.events = events
         self.run: DisruptionRun | None = None
+        self.last: DisruptionRun | None = None  # the current or last run, whose windows the gates judge at quitting
         self.seconds: RecentSeconds | None = None
 
     def _plugin(self):
@@ -248,6 +249,7 @@ class Disruptions:
     def on_test_start(self, environment, **_kwargs) -> None:
         plugin = self._plugin()
         self._stop()
+        self.last = None
         if plugin is None or isinstance(environment.runner, WorkerRunner) or self.seconds is None:
             return
         settings = plugin.run_settings
@@ -261,7 +263,7 @@ class Disruptions:
             return
         longest = max(d.duration for d in settings.disruptions.schedule)
         self.seconds.keep_s = costs.BEFORE_S + math.ceil(longest) + RECOVERY_CAP_S + KEEP_MARGIN_S
-        self.run = DisruptionRun(environment, settings, plugin.target.local, plugin.recorder, self.seconds)
+        self.run = self.last = DisruptionRun(environment, settings, plugin.target.local, plugin.recorder, self.seconds)
         self.run.start()
         logger.info("disruptions: %s (from the test start)", ", ".join(d.text for d in settings.disruptions.schedule))
 
@@ -270,6 +272,12 @@ class Disruptions:
 
     def on_quit(self, **_kwargs) -> None:
         self._stop()
+
+    def final_windows(self) -> list[dict]:
+        """The last run's windows for its ``disrupt:`` gates, each with its cost: a run still going is stopped first,
+        which measures the cost of a window without one from the seconds there are."""
+        self._stop()
+        return [window.record() for window in self.last.windows] if self.last is not None else []
 
     def _stop(self) -> None:
         if self.run is not None:
