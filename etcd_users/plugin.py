@@ -175,7 +175,8 @@ class EtcdPlugin:
             if self.tabs is not None:
                 self.tabs.on_test_start()
             self._stop_run()
-            self.run = RunState.start(environment, settings)
+            local = self.target.local
+            self.run = RunState.start(environment, settings, local.compaction if local is not None else None)
             self.space_watch = self.run.space_watch
             if settings.monitoring.profile_on_breach > 0 and not options.csv_prefix:
                 logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
