@@ -14,11 +14,13 @@ import logging
 import signal
 import sys
 import time
+from typing import TypeVar
 
 import gevent
 import greenlet
 
 from etcd_users import session
+from etcd_users.disruptions.runner import Disruptions
 from etcd_users.features import FeatureHooks, add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
@@ -43,6 +45,7 @@ from etcd_users.transport.errors import EndpointError
 from etcd_users.user_classes import check_class_names, no_class_message, no_class_named
 
 logger = logging.getLogger(__name__)
+Hooks = TypeVar("Hooks", bound=FeatureHooks)
 
 _INSTALLED = "etcd_users_plugin"
 
@@ -156,7 +159,14 @@ class EtcdPlugin:
             self.fail(str(error))
         preflight.report(settings, with_probe)
         if web_ui is not None:
-            self.tabs = webui.install(environment, web_ui, self.recorder, lambda: self.run_settings, lambda: self.alarm)
+            self.tabs = webui.install(
+                environment,
+                web_ui,
+                self.recorder,
+                lambda: self.run_settings,
+                lambda: self.alarm,
+                lambda: self.feature(Disruptions),
+            )
 
     # -- a run --
 
@@ -183,7 +193,8 @@ class EtcdPlugin:
             if self.tabs is not None:
                 self.tabs.on_test_start()
             self._stop_run()
-            self.run = RunState.start(environment, settings)
+            local = self.target.local
+            self.run = RunState.start(environment, settings, local.compaction if local is not None else None)
             self.space_watch = self.run.space_watch
             if settings.monitoring.profile_on_breach > 0 and not options.csv_prefix:
                 logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
@@ -232,7 +243,9 @@ class EtcdPlugin:
         if shape is not None and not isinstance(runner, WorkerRunner):
             shape.judge_remaining_levels()
         if self.ran and self._judges(environment):
-            self.verdicts.judge(environment, self.recorder, self.run_settings, shape)
+            disruptions = self.feature(Disruptions)
+            windows = disruptions.final_windows() if disruptions is not None else []
+            self.verdicts.judge(environment, self.recorder, self.run_settings, shape, windows)
         self.recorder.on_quitting()
         for hooks in self.feature_hooks:  # the workers' last reports are in; the exit code is decided right after
             hooks.on_quitting(environment)
@@ -289,6 +302,10 @@ class EtcdPlugin:
         host = ",".join(endpoint.url for endpoint in settings.endpoints)
         if not environment.host or environment.host == self.shown_host:
             environment.host = self.shown_host = host
+
+    def feature(self, kind: type[Hooks]) -> Hooks | None:
+        """The hooks of ``kind`` among the features', once installed; None without them."""
+        return next((hooks for hooks in self.feature_hooks if isinstance(hooks, kind)), None)
 
     def _has_etcd_options(self, environment) -> bool:
         return self.etcd and hasattr(environment.parsed_options, "etcd_endpoints")

@@ -19,8 +19,9 @@ class RunState:
     breached: bool = False  # the run has had its breach (captured or not): later ones change nothing
 
     @classmethod
-    def start(cls, environment, settings: EtcdSettings) -> "RunState":
-        watch = space.SpaceWatch(settings, environment)
+    def start(cls, environment, settings: EtcdSettings, local_compaction: str | None = None) -> "RunState":
+        """``local_compaction``: the local etcd's own compaction, which the space warning counts on."""
+        watch = space.SpaceWatch(settings, environment, local_compaction)
         poller = server_metrics.start_polling(environment, settings, watch)
         return cls(settings, watch, poller, compaction.start_compacting(settings))
 

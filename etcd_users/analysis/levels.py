@@ -46,7 +46,7 @@ from etcd_users.analysis.timeseries import Timeline
 from etcd_users.files import AGGREGATED, INTENDED, SERVICE, tag_text
 from etcd_users.reporting.level_verdicts import KEEP_UP  # the rule the live verdicts apply during the run
 from etcd_users.reporting.sla import Measurements, evaluate
-from etcd_users.settings import LATENCY_UNITS, Gate, SlaError, parse_gates
+from etcd_users.settings import LATENCY_UNITS, Gate, SlaError, parse_gates, request_gates
 
 TOP_ERRORS = 3
 
@@ -344,7 +344,7 @@ def gates_for(run: Run, given: str | None) -> tuple[tuple[Gate, ...], str, list[
     if not text:
         return (), "", []
     try:
-        return parse_gates(str(text)), "the run's --etcd-sla", []
+        return request_gates(parse_gates(str(text))), "the run's --etcd-sla", []
     except SlaError as error:
         return (), "", [f"{run.label}: the shape record's gates cannot be read ({error}); levels not judged by them."]
 
@@ -352,7 +352,7 @@ def gates_for(run: Run, given: str | None) -> tuple[tuple[Gate, ...], str, list[
 def parse_sla(text: str) -> tuple[Gate, ...]:
     """``--sla``: the grammar of ``--etcd-sla``; a bad gate is an input error."""
     try:
-        return parse_gates(text)
+        return request_gates(parse_gates(text))  # a level has no disruption window to judge
     except SlaError as error:
         raise AnalysisError(str(error).replace("--etcd-sla:", "--sla:", 1)) from None
 

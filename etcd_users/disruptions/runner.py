@@ -228,6 +228,7 @@ class Disruptions(FeatureHooks):
     def __init__(self, tool) -> None:
         super().__init__(tool)
         self.run: DisruptionRun | None = None
+        self.last: DisruptionRun | None = None  # the current or last run, whose windows the gates judge at quitting
         self.seconds: RecentSeconds | None = None
 
     def _check(self, settings: EtcdSettings) -> None:
@@ -249,6 +250,7 @@ class Disruptions(FeatureHooks):
     def on_test_start(self, environment, **_kwargs) -> None:
         plugin = self.tool
         self._stop()
+        self.last = None
         if isinstance(environment.runner, WorkerRunner) or self.seconds is None:
             return
         settings = plugin.run_settings
@@ -262,7 +264,7 @@ class Disruptions(FeatureHooks):
             return
         longest = max(d.duration for d in settings.disruptions.schedule)
         self.seconds.keep_s = costs.BEFORE_S + math.ceil(longest) + RECOVERY_CAP_S + KEEP_MARGIN_S
-        self.run = DisruptionRun(environment, settings, plugin.target.local, plugin.recorder, self.seconds)
+        self.run = self.last = DisruptionRun(environment, settings, plugin.target.local, plugin.recorder, self.seconds)
         self.run.start()
         logger.info("disruptions: %s (from the test start)", ", ".join(d.text for d in settings.disruptions.schedule))
 
@@ -271,6 +273,12 @@ class Disruptions(FeatureHooks):
 
     def on_quit(self, **_kwargs) -> None:
         self._stop()
+
+    def final_windows(self) -> list[dict]:
+        """The last run's windows for its ``disrupt:`` gates, each with its cost: a run still going is stopped first,
+        which measures the cost of a window without one from the seconds there are."""
+        self._stop()
+        return [window.record() for window in self.last.windows] if self.last is not None else []
 
     def _stop(self) -> None:
         if self.run is not None:

@@ -17,7 +17,13 @@ from etcd_users.local.errors import ClusterError
 from etcd_users.local.member import Member
 from etcd_users.local.ports import PORTS_FILE, free_ports, load_ports, save_ports
 from etcd_users.local.probes import is_leader
-from etcd_users.local.space import AUTO_COMPACTION_RETENTION, describe_space, fitting_quota, space_args
+from etcd_users.local.space import (
+    AUTO_COMPACTION_RETENTION,
+    describe_compaction,
+    describe_space,
+    fitting_quota,
+    space_args,
+)
 from etcd_users.local.supervision import PortTaken, spawn, terminate, terminate_leader_last, wait_healthy
 from etcd_users.local.tls import ClusterTLS
 
@@ -137,6 +143,11 @@ class LocalCluster:
     def describe_space(self) -> str:
         """The members' quota and compaction in a few words, as the launchers log them."""
         return describe_space(self.extra_args, self.quota_bytes, self.auto_compaction_retention)
+
+    @property
+    def compaction(self) -> str | None:
+        """The members' own compaction in a few words (``history compacted every 5s``); None without one."""
+        return describe_compaction(self.extra_args, self.auto_compaction_retention)
 
     @property
     def pids(self) -> list[int | None]:

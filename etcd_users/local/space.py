@@ -38,16 +38,19 @@ def describe_space(extra_args: Sequence[str], quota_bytes: int | None, retention
     """The quota and compaction the members run with, ``extra_args`` first, in a few words."""
     quota = flag_value(extra_args, "--quota-backend-bytes")
     quota_text = binary_size(int(quota) if quota and quota.isdigit() else quota_bytes or 0)
+    return f"quota {quota_text}, {describe_compaction(extra_args, retention) or 'no auto-compaction'}"
+
+
+def describe_compaction(extra_args: Sequence[str], retention: str | None) -> str | None:
+    """The members' own compaction, ``extra_args`` first (``history compacted every 5s``); None without one."""
     given_retention = flag_value(extra_args, "--auto-compaction-retention")
     if given_retention is None and not flag_value(extra_args, "--auto-compaction-mode"):
         given_retention = retention
     if given_retention in (None, "", "0"):
-        compaction = "no auto-compaction"
-    elif (flag_value(extra_args, "--auto-compaction-mode") or "periodic") == "periodic":
-        compaction = f"history compacted every {given_retention}"
-    else:
-        compaction = f"history compacted to the last {given_retention} revisions"
-    return f"quota {quota_text}, {compaction}"
+        return None
+    if (flag_value(extra_args, "--auto-compaction-mode") or "periodic") == "periodic":
+        return f"history compacted every {given_retention}"
+    return f"history compacted to the last {given_retention} revisions"
 
 
 def flag_value(args: Sequence[str], flag: str) -> str | None:

@@ -1,8 +1,9 @@
 """``--etcd-junit FILE``: the run's gates, and a shape's per-level verdicts, as a JUnit XML report for CI.
 
 One ``<testsuite name="locust-etcd">``: a test case per ``--etcd-sla`` gate (classname ``sla``, name the gate as
-written), then, when a shape ran whose record (``shape_record()``) holds per-level verdicts, a test case per level
-(classname ``levels``, name the level's name). A failed gate or level is a ``<failure>`` whose message has the
+written; a ``disrupt:`` gate has one per window, the gate followed by the schedule's item), then, when a shape ran
+whose record (``shape_record()``) holds per-level verdicts, a test case per level (classname ``levels``, name the
+level's name). A failed gate or level is a ``<failure>`` whose message has the
 measured value and the threshold; every case carries its measured values as ``<properties>`` and its PASS/FAIL line
 in ``<system-out>``. A gate the run did not judge (no run started, or a shape that judges its gates per probe) and a
 level without a verdict (no whole second with its users all running) are ``<skipped>``. A gate judged without data
@@ -88,8 +89,11 @@ def _properties(case: ET.Element, values: Iterable[tuple[str, str]]) -> None:
 
 
 def _gate_case(suite: ET.Element, gate: Gate, result: Result | None, why_not_judged: str) -> str:
-    """One gate's test case; returns its outcome: "passed", "failed" or "skipped"."""
-    case = _case(suite, GATE_CLASS, gate.text)
+    """One gate's test case (a ``disrupt:`` gate's: one per window, named after it); returns its outcome: "passed",
+    "failed" or "skipped"."""
+    case = _case(
+        suite, GATE_CLASS, f"{gate.text} {result.window}" if result is not None and result.window else gate.text
+    )
     threshold = gate.limit
     if result is None:
         _properties(case, (("threshold", threshold),))
@@ -99,7 +103,7 @@ def _gate_case(suite: ET.Element, gate: Gate, result: Result | None, why_not_jud
     _properties(case, (("measured", measured), ("shown", result.shown), ("threshold", threshold), ("unit", gate.unit)))
     if not result.passed:
         measured_text = f"measured {result.shown}" if result.measured is not None else result.shown
-        message = f"{gate.label}: {measured_text}, threshold {threshold}"
+        message = f"{result.label}: {measured_text}, threshold {threshold}"
         ET.SubElement(case, "failure", message=message, type="SLA").text = result.line()
     ET.SubElement(case, "system-out").text = result.line()
     return "passed" if result.passed else "failed"
@@ -166,8 +170,10 @@ def report(
     per level of ``levels`` (``recorded_levels``)."""
     suites = ET.Element("testsuites", name=SUITE)
     suite = ET.SubElement(suites, "testsuite", name=SUITE)
-    by_gate = {result.gate: result for result in results}
-    outcomes = [_gate_case(suite, gate, by_gate.get(gate), why_not_judged) for gate in gates]
+    outcomes = []
+    for gate in gates:
+        judged = [result for result in results if result.gate == gate] or [None]
+        outcomes += [_gate_case(suite, gate, result, why_not_judged) for result in judged]
     outcomes += [_level_case(suite, name, level) for name, level in zip(_unique_names(levels), levels, strict=True)]
     for element in (suites, suite):
         element.set("tests", str(len(outcomes)))

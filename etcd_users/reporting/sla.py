@@ -11,6 +11,9 @@ A gate is ``[NAME:]METRIC OP VALUE``, gates are comma-separated (the grammar is 
   ``qps``: requests per second from the run's first request to its last, failures included;
 - OP: ``<``, ``<=``, ``>``, ``>=``.
 
+``disrupt:[NAME:]METRIC OP VALUE`` (``gap``, ``p99``, ``p99.9`` or ``errors``) is judged on each window of
+``--etcd-disrupt`` instead, a result per window (``etcd_users.reporting.disruption_gates``).
+
 The gates are judged on the master (or the single process) when Locust quits, after the workers' last reports
 are merged (``etcd_users.plugin`` calls ``judge`` then ``print_results``); each is printed with its measured value
 and PASS or FAIL. When any fails the exit code is ``SLA_EXIT_CODE`` (3), distinct from Locust's 1 for failed
@@ -20,13 +23,15 @@ requests and the 2 of bad input. A gate whose request name never ran fails: a mi
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
 from etcd_users.files import AGGREGATED, SERVICE
-from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate
+from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate, request_gates
+from etcd_users.settings.gates import DISRUPT
 
 if TYPE_CHECKING:
     from etcd_users.latency.recorder import LatencyRecorder
@@ -36,7 +41,7 @@ logger = logging.getLogger(__name__)
 _console = logging.getLogger("locust.stats_logger")
 
 SLA_EXIT_CODE = 3
-_DECIMALS = {"us": 0, "µs": 0, "ms": 3, "s": 6}
+DECIMALS = {"us": 0, "µs": 0, "ms": 3, "s": 6}
 
 
 class Result(NamedTuple):
@@ -44,9 +49,16 @@ class Result(NamedTuple):
     measured: float | None  # in the gate's unit; None when nothing was measured
     passed: bool
     shown: str  # the measured value as printed
+    window: str = ""  # a disrupt: gate's window: the schedule's item (a result per window)
+
+    @property
+    def label(self) -> str:
+        if not self.window:
+            return self.gate.label
+        return self.gate.label.replace(f"{DISRUPT} ", f"{DISRUPT} {self.window} ", 1)
 
     def line(self) -> str:
-        return f"SLA {self.gate.label} {self.gate.limit}: {self.shown} {'PASS' if self.passed else 'FAIL'}"
+        return f"SLA {self.label} {self.gate.limit}: {self.shown} {'PASS' if self.passed else 'FAIL'}"
 
 
 # -- evaluation (pure: the histograms and counts are passed in) --
@@ -98,12 +110,13 @@ def evaluate(gate: Gate, data: Measurements) -> Result:
     else:
         micros = hdr.mean_us(histogram)
     value = micros / LATENCY_UNITS[gate.unit]
-    shown = f"{value:.{_DECIMALS[gate.unit]}f}{gate.unit}"
+    shown = f"{value:.{DECIMALS[gate.unit]}f}{gate.unit}"
     return Result(gate, value, OPERATORS[gate.op](value, gate.threshold), shown)
 
 
 def evaluate_all(gates: tuple[Gate, ...], data: Measurements) -> list[Result]:
-    return [evaluate(gate, data) for gate in gates]
+    """The gates on requests; ``disrupt:`` gates are judged per window (``reporting.disruption_gates``)."""
+    return [evaluate(gate, data) for gate in request_gates(gates)]
 
 
 # -- the run --
@@ -137,17 +150,22 @@ def measurements(environment, recorder: LatencyRecorder) -> Measurements:
     return Measurements(histograms, requests, failures, duration)
 
 
-def judge(environment, recorder: LatencyRecorder, gates: tuple[Gate, ...]) -> list[Result]:
-    """The gates against the run's final figures; a failed gate sets the process's exit code and logs one line."""
-    results = evaluate_all(gates, measurements(environment, recorder))
+def judge(
+    environment, recorder: LatencyRecorder, gates: tuple[Gate, ...], judged: Sequence[Result] = ()
+) -> list[Result]:
+    """The gates against the run's final figures, then ``judged`` (the ``disrupt:`` gates' results per window); a
+    failed gate sets the process's exit code and logs one line."""
+    on_requests = request_gates(gates)
+    results = evaluate_all(on_requests, measurements(environment, recorder)) if on_requests else []
+    results += judged
     failed = [result for result in results if not result.passed]
     if failed:
         environment.process_exit_code = SLA_EXIT_CODE
         logger.error(
             "SLA: %d of %d gates failed (%s); exit code %d",
-            len(failed),
-            len(results),
-            ", ".join(f"{result.gate.label} {result.gate.limit}" for result in failed),
+            len(dict.fromkeys(result.gate for result in failed)),  # a disrupt: gate has a result per window
+            len(dict.fromkeys(result.gate for result in results)),
+            ", ".join(f"{result.label} {result.gate.limit}" for result in failed),
             SLA_EXIT_CODE,
         )
     return results

@@ -34,6 +34,8 @@ from etcd_users.transport.probe import Probe
 logger = logging.getLogger(__name__)
 
 WARN_SHARE = 0.8  # as the pre-flight report's threshold
+FREE_SHARE = 0.2  # free pages worth a defragmentation: a fifth of the file or more
+IN_USE = "etcd_mvcc_db_total_size_in_use_in_bytes"  # the db's pages that hold data; the rest is free for reuse
 GROWTH_POLLS = 6  # the growth rate is taken over the last 5 intervals
 NOSPACE_TEXT = "database space exceeded"  # in etcd's label 'etcdserver: mvcc: database space exceeded'
 ALARM_NAMES = {rpc_pb2.NOSPACE: "NOSPACE", 2: "CORRUPT"}  # etcd3's protos predate CORRUPT
@@ -65,8 +67,12 @@ def format_duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def quota_warning(member: str, db: float, quota: float, rate: float | None) -> str:
-    """The warning of a member whose db passed ``WARN_SHARE`` of its quota."""
+def quota_warning(
+    member: str, db: float, quota: float, rate: float | None, compacting: str = "", in_use: float | None = None
+) -> str:
+    """The warning of a member whose db passed ``WARN_SHARE`` of its quota, and the way out that fits: compaction when
+    none runs; when one does (``compacting``: who, in a few words) or the file holds free pages (``in_use`` below the
+    db), defragmentation, which gives those pages back; when live data fills the file, a larger quota."""
     head = f"etcd {member}: db {format_bytes(db)} is {100.0 * db / quota:.1f} % of its {format_bytes(quota)} quota"
     left = seconds_left(db, quota, rate)
     if left == 0.0:
@@ -75,19 +81,50 @@ def quota_warning(member: str, db: float, quota: float, rate: float | None) -> s
         pace = "not growing now" if rate is not None else "growth unknown"
     else:
         pace = f"growing {format_bytes(rate)}/s: full in about {format_duration(left)}"
+    free = None if in_use is None else max(0.0, db - in_use)
+    if free is not None and free >= FREE_SHARE * db:
+        who = f"{compacting}, and " if compacting else ""
+        return (
+            f"{head} ({format_bytes(free)} of it free pages), {pace}; {who}compaction frees pages inside the file but "
+            f"never shrinks it: defragment (--etcd-disrupt defrag:all@TIME, or etcdctl defrag) or raise "
+            "--quota-backend-bytes"
+        )
+    if compacting and free is not None:
+        return (
+            f"{head} ({format_bytes(in_use)} of it live data), {pace}; {compacting}, so defragmenting frees little: "
+            "raise --quota-backend-bytes, or write fewer or smaller keys"
+        )
+    if compacting:
+        return (
+            f"{head}, {pace}; {compacting}, yet the file nears its quota: compaction frees pages inside it but never "
+            "shrinks it: defragment (--etcd-disrupt defrag:all@TIME, or etcdctl defrag) or raise --quota-backend-bytes"
+        )
     return f"{head}, {pace}; compact (--etcd-compact-interval) or raise --quota-backend-bytes"
+
+
+def compaction_source(settings: EtcdSettings, local_compaction: str | None) -> str:
+    """Who compacts the history during the run, in a few words ('' when nobody the tool knows of)."""
+    interval = settings.monitoring.compact_interval
+    if interval > 0:
+        return f"--etcd-compact-interval {interval:g} compacts the history every {interval:g} s"
+    if local_compaction:
+        return f"the local etcd compacts itself ({local_compaction})"
+    return ""
 
 
 class QuotaWatch:
     """Each member's db size over the last polls; ``observe`` answers a warning once per member past the share."""
 
-    def __init__(self, share: float = WARN_SHARE, polls: int = GROWTH_POLLS) -> None:
+    def __init__(self, share: float = WARN_SHARE, polls: int = GROWTH_POLLS, compacting: str = "") -> None:
         self.share = share
         self._history: dict[str, deque[tuple[float, float]]] = {}
         self._polls = polls
         self.warned: set[str] = set()
+        self.compacting = compacting  # who compacts the history during the run; '' when nobody the tool knows of
 
-    def observe(self, member: str, timestamp: float, db: float | None, quota: float | None) -> str | None:
+    def observe(
+        self, member: str, timestamp: float, db: float | None, quota: float | None, in_use: float | None = None
+    ) -> str | None:
         if db is None:
             return None
         history = self._history.setdefault(member, deque(maxlen=self._polls))
@@ -98,7 +135,7 @@ class QuotaWatch:
         if rate is None and db < quota:
             return None  # one poll says nothing of the pace: the next one will
         self.warned.add(member)
-        return quota_warning(member, db, quota, rate)
+        return quota_warning(member, db, quota, rate, self.compacting, in_use)
 
 
 @dataclass(frozen=True)
@@ -167,10 +204,10 @@ async def _alarms(pool: EndpointPool) -> Alarms:
 class SpaceWatch:
     """One run's watch of the members' space, fed by the metrics poller after each poll."""
 
-    def __init__(self, settings: EtcdSettings, environment=None) -> None:
+    def __init__(self, settings: EtcdSettings, environment=None, local_compaction: str | None = None) -> None:
         self.settings = settings
         self.environment = environment
-        self.quota = QuotaWatch()
+        self.quota = QuotaWatch(compacting=compaction_source(settings, local_compaction))
         self.probe = Probe(settings)
         self.alarm: str | None = None  # a short text while a NOSPACE alarm is known, for the web UI
         self.alarm_logged = False
@@ -180,7 +217,10 @@ class SpaceWatch:
         """The scrapes of one poll (a Scrape, or why it failed, per member), then the alarms and the failures."""
         for member, scrape in results:
             if isinstance(scrape, Scrape):
-                warning = self.quota.observe(member, timestamp, scrape.values.get(DB_SIZE), scrape.values.get(QUOTA))
+                values = scrape.values
+                warning = self.quota.observe(
+                    member, timestamp, values.get(DB_SIZE), values.get(QUOTA), values.get(IN_USE)
+                )
                 if warning:
                     logger.warning("%s", warning)
         self.check_alarms()

@@ -50,14 +50,14 @@ def latency_lines(rows: Sequence[LatencyRow]) -> list[str]:
 def gate_lines(gates: Sequence[Gate], results: Sequence[Result], why_not_judged: str = "no run") -> list[str]:
     if not gates:
         return []
-    by_gate = {result.gate: result for result in results}
     table = []
     for gate in gates:
-        result = by_gate.get(gate)
-        if result is None:
+        judged = [result for result in results if result.gate == gate]
+        if not judged:
             table.append((f"`{gate.text}`", f"not judged: {why_not_judged}", gate.limit, "skipped"))
-        else:
-            table.append((f"`{gate.text}`", result.shown, gate.limit, "✅ PASS" if result.passed else "❌ FAIL"))
+        for result in judged:  # a disrupt: gate has a row per window
+            name = f"`{gate.text}` {result.window}" if result.window else f"`{gate.text}`"
+            table.append((name, result.shown, gate.limit, "✅ PASS" if result.passed else "❌ FAIL"))
     return ["SLA gates (`--etcd-sla`):", "", *_table(("Gate", "Measured", "Threshold", "Result"), table, right_from=9)]
 
 
@@ -80,13 +80,14 @@ def markdown(
     levels: Sequence[dict] = (),
     why_not_judged: str = "no run",
 ) -> str:
-    failed = [result for result in results if not result.passed]
+    failed = {result.gate for result in results if not result.passed}  # a disrupt: gate fails on any window
+    judged = {result.gate for result in results}
     if not gates:
         heading = "## locust-etcd"
     elif failed:
         heading = f"## locust-etcd: ❌ {len(failed)} of {len(gates)} SLA gates failed"
-    elif len(results) < len(gates):
-        heading = f"## locust-etcd: {len(gates) - len(results)} of {len(gates)} SLA gates not judged"
+    elif len(judged) < len(gates):
+        heading = f"## locust-etcd: {len(gates) - len(judged)} of {len(gates)} SLA gates not judged"
     else:
         heading = f"## locust-etcd: ✅ all {len(gates)} SLA gates passed"
     parts = [[heading], latency_lines(rows), gate_lines(gates, results, why_not_judged), level_lines(levels)]

@@ -1,6 +1,9 @@
 """The run's gates from judging to reporting: judged at quitting on the final figures (the exit code is decided right
 after), written for CI at quit (``--etcd-junit``, ``$GITHUB_STEP_SUMMARY``) and printed last, where a pipeline's log
-ends. Only a master or a single process judges: workers see a part of the load."""
+ends. Only a master or a single process judges: workers see a part of the load.
+
+``disrupt:`` gates are judged on the windows of ``--etcd-disrupt`` (``etcd_users.disruptions.runner``), whatever the
+shape."""
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
@@ -8,8 +11,9 @@ import os
 import time
 
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.reporting import disruption_gates as disruptions
 from etcd_users.reporting import junit, sla, step_summary
-from etcd_users.settings import EtcdSettings
+from etcd_users.settings import EtcdSettings, disruption_gates, request_gates
 from etcd_users.shapes.protocol import JudgedShape
 
 
@@ -17,11 +21,21 @@ class GateVerdicts:
     def __init__(self) -> None:
         self.results: list[sla.Result] = []
 
-    def judge(self, environment, recorder: LatencyRecorder, settings: EtcdSettings, shape: JudgedShape | None) -> None:
-        gates = settings.gates.sla
+    def judge(
+        self,
+        environment,
+        recorder: LatencyRecorder,
+        settings: EtcdSettings,
+        shape: JudgedShape | None,
+        windows: list[dict],
+    ) -> None:
+        """The gates on the final figures; ``windows``: the run's disruption windows, each with its cost."""
+        on_requests = request_gates(settings.gates.sla)
         if shape is not None and not shape.judges_whole_run:
-            gates = ()  # a capacity search mixes passing and failing probes: its gates are judged per probe
-        self.results = sla.judge(environment, recorder, gates) if gates else []
+            on_requests = ()  # a capacity search mixes passing and failing probes: its gates are judged per probe
+        on_windows = disruption_gates(settings.gates.sla)
+        judged = disruptions.judge(on_windows, settings.disruptions.items, windows) if on_windows else []
+        self.results = sla.judge(environment, recorder, on_requests, judged) if on_requests or judged else []
 
     def write_reports(
         self, environment, recorder: LatencyRecorder, settings: EtcdSettings, shape: JudgedShape | None, ran: bool

@@ -8,7 +8,11 @@
   leader changes it has seen since the run started (``etcd_server_leader_changes_seen_total`` counts the member's
   first election too: a fresh cluster would show 1);
 - "etcd SLA": the ``--etcd-sla`` gates evaluated on the data so far, or how to add some; under them, with a load shape,
-  each level judged so far (its verdict and the measured values it was judged on).
+  each level judged so far (its verdict and the measured values it was judged on), and each ``disrupt:`` gate on
+  every window whose cost is known;
+- "etcd disruptions": each item of ``--etcd-disrupt``, in the order of its times: waiting, running, done or failed
+  (not reached, once the run is over), its members, its line of result and its cost per request name once known,
+  from the windows of the feature's hooks (``etcd_users.disruptions.runner.Disruptions``).
 
 Latencies are shown in ms with 3 decimals everywhere (text, so 1.950 does not lose its zero beside 4.251).
 
@@ -36,10 +40,12 @@ import gevent
 from flask import jsonify, make_response, request
 from werkzeug.datastructures import ImmutableMultiDict
 
+from etcd_users.disruptions.cost import Cost, describe
+from etcd_users.disruptions.runner import Disruptions
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
-from etcd_users.reporting import server_metrics, sla
+from etcd_users.reporting import disruption_gates, server_metrics, sla
 from etcd_users.settings import OPTIONS, EtcdSettings
 from etcd_users.shapes.protocol import judged_shape
 from etcd_users.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
@@ -49,6 +55,7 @@ logger = logging.getLogger(__name__)
 LATENCY_TAB = "etcd-latency"
 ENDPOINTS_TAB = "etcd-endpoints"
 SLA_TAB = "etcd-sla"
+DISRUPTIONS_TAB = "etcd-disruptions"
 CSV_ROUTE = "/etcd/latency/csv"
 SECRET_PLACEHOLDER = "********"
 SECRET_DESTS = frozenset(option.dest for option in OPTIONS if option.secret)
@@ -82,7 +89,9 @@ TABS = [
     {"title": "etcd latency", "key": LATENCY_TAB},
     {"title": "etcd endpoints", "key": ENDPOINTS_TAB},
     {"title": "etcd SLA", "key": SLA_TAB},
+    {"title": "etcd disruptions", "key": DISRUPTIONS_TAB},
 ]
+DISRUPTIONS_HINT = "No disruptions: give --etcd-disrupt, e.g. defrag:leader@120s,move-leader@300s"
 TABLES = [
     {
         "key": LATENCY_TAB,
@@ -116,6 +125,16 @@ TABLES = [
             {"key": "name", "title": "Gate"},
             {"key": "measured", "title": "Measured"},
             {"key": "verdict", "title": "Verdict"},
+        ],
+    },
+    {
+        "key": DISRUPTIONS_TAB,
+        "structure": [
+            {"key": "name", "title": "Disruption"},
+            {"key": "state", "title": "State"},
+            {"key": "members", "title": "Members"},
+            {"key": "result", "title": "Result"},
+            {"key": "cost", "title": "Cost"},
         ],
     },
 ]
@@ -156,12 +175,48 @@ def sla_rows(results: list[sla.Result]) -> list[dict[str, str]]:
         return [{"name": SLA_HINT, "measured": "", "verdict": ""}]
     return [
         {
-            "name": f"{result.gate.label} {result.gate.limit}",
+            "name": f"{result.label} {result.gate.limit}",
             "measured": result.shown,
             "verdict": "PASS" if result.passed else "FAIL",
         }
         for result in results
     ]
+
+
+def disruption_rows(items: tuple[str, ...], windows: list[dict], over: bool) -> list[dict[str, str]]:
+    """One row per item of the schedule (``items``, by time) with its window (``windows``, in the same order, as far
+    as the run got); ``over``: the run has ended, so an item without a window was never reached."""
+    if not items:
+        return [{"name": DISRUPTIONS_HINT, "state": "", "members": "", "result": "", "cost": ""}]
+    rows = []
+    for index, item in enumerate(items):
+        window = windows[index] if index < len(windows) else {}
+        costs = [entry for entry in window.get("cost") or [] if isinstance(entry, dict)]
+        if not window:
+            state = "not reached" if over else "waiting"
+        elif window.get("finished_at") is None:
+            state = "running"
+        else:
+            state = "done" if window.get("ok") else "failed"
+        if costs:
+            cost = "; ".join(
+                describe(Cost(**{key: entry[key] for key in Cost._fields}), entry.get("errors_by_label"))
+                for entry in costs
+            )
+        elif state in ("running", "done", "failed"):
+            cost = "measuring: known once the P99 is back (at most 30 s after the end)"
+        else:
+            cost = ""
+        rows.append(
+            {
+                "name": item,
+                "state": state,
+                "members": " ".join(window.get("members") or []),
+                "result": window.get("result") or window.get("error") or "",
+                "cost": cost,
+            }
+        )
+    return rows
 
 
 def level_rows(shape_record: dict | None) -> list[dict[str, str]]:
@@ -233,8 +288,10 @@ class EtcdTabs:
         recorder: LatencyRecorder,
         run_settings: Callable[[], EtcdSettings | None],
         alarm: Callable[[], str | None] = lambda: None,
+        disruptions: Callable[[], Disruptions | None] = lambda: None,
     ) -> None:
         self.environment = environment
+        self.disruptions_feature = disruptions  # --etcd-disrupt's hooks: the current (or last) run's windows
         self.recorder = recorder
         self.run_settings = run_settings  # the master's settings of the current run, None before it has any
         self.alarm = alarm  # etcd's NOSPACE alarm as the run knows it, one line; None without one
@@ -298,10 +355,31 @@ class EtcdTabs:
     def sla(self) -> list[dict[str, str]]:
         settings = self.run_settings()
         gates = settings.gates.sla if settings is not None else ()
-        rows = sla_rows(sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else [])
+        results = sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else []
+        # each disrupt: gate on the windows whose cost is known so far
+        measured = [window for window in self._windows()[0] if window.get("cost")]
+        results += [
+            disruption_gates.judge_window(gate, window.get("item", ""), window)
+            for gate in gates
+            if gate.disrupt
+            for window in measured
+        ]
         # a load shape's levels judged so far, under the gates of the whole run
         shape = judged_shape(self.environment)
-        return rows + level_rows(shape.shape_record() if shape is not None and gates else None)
+        return sla_rows(results) + level_rows(shape.shape_record() if shape is not None and gates else None)
+
+    def _windows(self) -> tuple[list[dict], bool]:
+        """The current (or last) run's disruption windows, and whether that run is over."""
+        feature = self.disruptions_feature()
+        last = feature.last if feature is not None else None
+        if last is None:
+            return [], False
+        return [window.record() for window in last.windows], feature.run is None
+
+    def disruptions(self) -> list[dict[str, str]]:
+        settings = self.run_settings()
+        windows, over = self._windows()
+        return disruption_rows(settings.disruptions.items if settings is not None else (), windows, over)
 
     def extended_stats(self) -> list[dict[str, Any]]:
         now = time.monotonic()
@@ -310,6 +388,7 @@ class EtcdTabs:
                 {"key": LATENCY_TAB, "data": latency_rows(self.recorder.snapshot())},
                 {"key": ENDPOINTS_TAB, "data": self.endpoints()},
                 {"key": SLA_TAB, "data": self.sla()},
+                {"key": DISRUPTIONS_TAB, "data": self.disruptions()},
             ]
             self._stats_at = now
         return self._stats
@@ -351,9 +430,10 @@ def install(
     recorder: LatencyRecorder,
     run_settings: Callable[[], EtcdSettings | None],
     alarm: Callable[[], str | None] = lambda: None,
+    disruptions: Callable[[], Disruptions | None] = lambda: None,
 ) -> EtcdTabs:
     """Declare the tabs and hook the routes of ``web_ui``."""
-    tabs = EtcdTabs(environment, recorder, run_settings, alarm)
+    tabs = EtcdTabs(environment, recorder, run_settings, alarm, disruptions)
     base = getattr(environment.parsed_options, "web_base_path", "") or ""
     web_ui.template_args["extended_tabs"] = TABS
     web_ui.template_args["extended_tables"] = TABLES

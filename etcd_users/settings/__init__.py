@@ -24,9 +24,11 @@ from etcd_users.settings.gates import (
     Gate,
     GateSettings,
     SlaError,
+    disruption_gates,
     parse_gate,
     parse_gates,
     parse_junit_path,
+    request_gates,
 )
 from etcd_users.settings.kubernetes import KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
@@ -73,6 +75,8 @@ __all__ = [
     "parse_endpoints",
     "parse_gate",
     "parse_gates",
+    "request_gates",
+    "disruption_gates",
     "parse_prefix",
     "settings_from_options",
 ]

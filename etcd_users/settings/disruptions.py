@@ -34,3 +34,8 @@ class DisruptionSettings(OptionGroup):
         "compact act on that cluster as a whole.",
         parse=switch,
     )
+
+    @property
+    def items(self) -> tuple[str, ...]:
+        """The schedule's items in the order the runner does them (by time), as their windows name them."""
+        return tuple(disruption.text for disruption in sorted(self.schedule, key=lambda d: d.at))

@@ -41,6 +41,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
         )
         settings.check_keys()
         _check_request_sizes(settings)
+        _check_disruption_gates(settings)
         return settings.with_credentials()
 
 
@@ -52,6 +53,16 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
     directory. Bad input is one line (``SettingsError``) that names the option, quotes long input shortened.
     """
     return EtcdSettings.from_options(options)
+
+
+def _check_disruption_gates(settings: EtcdSettings) -> None:
+    """A ``disrupt:`` gate judges the windows of ``--etcd-disrupt``: without a schedule it could never pass."""
+    gate = next((gate for gate in settings.gates.sla if gate.disrupt), None)
+    if gate is not None and not settings.disruptions.schedule:
+        raise SettingsError(
+            f"--etcd-sla: {shown(gate.text)} judges each disruption, and --etcd-disrupt schedules none; add one such "
+            "as --etcd-disrupt defrag:leader@60s, or drop the gate"
+        )
 
 
 def _check_request_sizes(settings: EtcdSettings) -> None:

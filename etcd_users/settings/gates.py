@@ -34,6 +34,11 @@ _GATE = re.compile(
 
 _GATE_EXAMPLE = "put:p99<15ms, p99.9<=10ms, errors<0.1% or qps>1000"
 
+# a gate on each window of --etcd-disrupt: the costs measure the gap, P99, P99.9 and errors of each request name
+DISRUPT = "disrupt"
+DISRUPT_PERCENTILES = (99.0, 99.9)
+_DISRUPT_EXAMPLE = "disrupt:gap<2s, disrupt:put:p99<50ms, disrupt:p99.9<80ms or disrupt:errors<1%"
+
 
 class SlaError(SettingsError):
     """A gate that cannot be read, told in one line."""
@@ -49,10 +54,13 @@ class Gate(NamedTuple):
     op: str
     threshold: float
     unit: str  # a latency unit, "%" or "" (errors as a count, qps)
+    disrupt: bool = False  # judged on each window of --etcd-disrupt, not on the whole run
 
     @property
     def label(self) -> str:
         metric = f"p{self.percentile:g}" if self.metric == "percentile" else self.metric
+        if self.disrupt:  # no name: every request name, no aggregate (the costs are per name)
+            return f"{DISRUPT} {self.name} {metric}" if self.name else f"{DISRUPT} {metric}"
         return f"{self.name or AGGREGATED} {metric}"
 
     @property
@@ -60,57 +68,96 @@ class Gate(NamedTuple):
         return f"{self.op} {self.threshold:g}{self.unit}"
 
 
-def _gate_error(gate: str, why: str) -> SlaError:
+def _gate_error(gate: str, why: str, disrupt: bool = False) -> SlaError:
+    if disrupt:
+        expected = f"expected disrupt:[NAME:]METRIC<VALUE such as {_DISRUPT_EXAMPLE}"
+        return SlaError(f"--etcd-sla: {shown(gate)} {why}: {expected}")
     return SlaError(f"--etcd-sla: {shown(gate)} {why}: expected NAME:METRIC<VALUE such as {_GATE_EXAMPLE}")
 
 
-def _gate_percentile(gate: str, digits: str) -> float:
+def _gate_percentile(gate: str, digits: str, disrupt: bool = False) -> float:
     # p999 and p9999 are the usual shorthand for 99.9 and 99.99
     if "." not in digits and len(digits) > 2 and digits.startswith("99"):
         digits = f"99.{digits[2:]}"
     try:
         value = float(digits)
     except ValueError:
-        raise _gate_error(gate, "has an unknown metric") from None
+        raise _gate_error(gate, "has an unknown metric", disrupt) from None
     if not 0 < value <= 100:
-        raise _gate_error(gate, f"asks for percentile {digits if len(digits) < 20 else shown(digits)}, outside 0-100")
+        why = f"asks for percentile {digits if len(digits) < 20 else shown(digits)}, outside 0-100"
+        raise _gate_error(gate, why, disrupt)
     return value
 
 
 def parse_gate(text: str) -> Gate:
-    """One gate such as ``put:p99<15ms``; SlaError names the gate and the expected form."""
+    """One gate such as ``put:p99<15ms`` or ``disrupt:gap<2s``; SlaError names the gate and the expected form."""
     gate = text.strip()
-    match = _GATE.match(gate)
+    head, colon, rest = gate.partition(":")
+    if colon and head.strip().lower() == DISRUPT:
+        return _disrupt_gate(gate, rest)
+    parsed = _parse(gate, gate)
+    if parsed.metric == "gap":
+        raise _gate_error(gate, "judges a gap, which only a disruption has (write disrupt:gap<2s with --etcd-disrupt)")
+    return parsed
+
+
+def _disrupt_gate(gate: str, body: str) -> Gate:
+    """``disrupt:[NAME:]METRIC<VALUE``: gap, p99, p99.9 or errors, judged on each window's cost."""
+    parsed = _parse(gate, body, disrupt=True)
+    if parsed.metric in ("mean", "max", "qps"):
+        why = f"asks a disruption for {parsed.metric} (disrupt: takes gap, p99, p99.9 or errors)"
+        raise _gate_error(gate, why, True)
+    if parsed.metric == "percentile" and parsed.percentile not in DISRUPT_PERCENTILES:
+        raise _gate_error(gate, f"asks a disruption for p{parsed.percentile:g} (its cost has p99 and p99.9)", True)
+    return parsed._replace(text=gate, disrupt=True)
+
+
+def _parse(gate: str, body: str, disrupt: bool = False) -> Gate:
+    def refused(why: str) -> SlaError:
+        return _gate_error(gate, why, disrupt)
+
+    match = _GATE.match(body)
     if match is None:
-        raise _gate_error(gate, "is not a gate")
+        raise refused("is not a gate")
     name = match["name"]
     name = None if name is None or name.strip() in ("", "*") else name.strip()
     metric_text, op, unit = match["metric"].lower(), match["op"], (match["unit"] or "").lower()
     threshold = float(match["value"])
     if not math.isfinite(threshold):  # 400 digits make inf, which every comparison gets wrong
-        raise _gate_error(gate, f"has a threshold of {len(match['value'])} digits, beyond any number")
+        raise refused(f"has a threshold of {len(match['value'])} digits, beyond any number")
     if metric_text.startswith("p") and metric_text[1:2].isdigit():
-        metric, percentile = "percentile", _gate_percentile(gate, metric_text[1:])
+        metric, percentile = "percentile", _gate_percentile(gate, metric_text[1:], disrupt)
     elif metric_text in ("mean", "avg", "max"):
         metric, percentile = ("max" if metric_text == "max" else "mean"), None
-    elif metric_text in ("errors", "qps"):
+    elif metric_text in ("errors", "qps", "gap"):
         metric, percentile = metric_text, None
+    elif disrupt:
+        raise refused(f"has an unknown metric {shown(match['metric'])} (gap, p99, p99.9 or errors)")
     else:
-        raise _gate_error(gate, f"has an unknown metric {shown(match['metric'])} (pNN, mean, max, errors or qps)")
-    if metric in ("percentile", "mean", "max"):
+        raise refused(f"has an unknown metric {shown(match['metric'])} (pNN, mean, max, errors or qps)")
+    if metric in ("percentile", "mean", "max", "gap"):
         if unit not in LATENCY_UNITS:
             why = "has no unit" if not unit else f"has the unit {shown(unit)}"
-            raise _gate_error(gate, f"{why} (latencies take us, ms or s)")
+            raise refused(f"{why} (latencies take us, ms or s)")
     elif metric == "errors":
         if unit not in ("", "%"):
-            raise _gate_error(gate, f"has the unit {shown(unit)} (errors take % for a share, none for a count)")
+            raise refused(f"has the unit {shown(unit)} (errors take % for a share, none for a count)")
         if unit == "%" and threshold > 100:
-            raise _gate_error(gate, "asks for more than 100% of errors")
+            raise refused("asks for more than 100% of errors")
     elif unit not in ("", "/s"):
-        raise _gate_error(gate, f"has the unit {shown(unit)} (qps takes none: requests per second)")
+        raise refused(f"has the unit {shown(unit)} (qps takes none: requests per second)")
     else:
         unit = ""
     return Gate(gate, name, metric, percentile, op, threshold, unit)
+
+
+def request_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
+    """The gates judged on requests over a span of time (the run, a level, a window): all but ``disrupt:``."""
+    return tuple(gate for gate in gates if not gate.disrupt)
+
+
+def disruption_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
+    return tuple(gate for gate in gates if gate.disrupt)
 
 
 def parse_gates(text: str) -> tuple[Gate, ...]:
@@ -157,8 +204,9 @@ class GateSettings(OptionGroup):
         "--etcd-sla",
         "",
         "Gates checked when the run ends, as [NAME:]METRIC<VALUE,… e.g. put:p99<15ms,range/serializable:p99.9<10ms,"
-        "errors<0.1%,qps>1000 (no NAME: all requests); each is printed with PASS or FAIL, and a failed gate "
-        "makes the exit code 3.",
+        "errors<0.1%,qps>1000 (no NAME: all requests); disrupt:[NAME:]METRIC<VALUE (gap, p99, p99.9, errors) "
+        "judges each window of --etcd-disrupt, e.g. disrupt:gap<2s. Each is printed with PASS or FAIL, and a failed "
+        "gate makes the exit code 3.",
         parse=_gates,
     )
     junit: str = option(

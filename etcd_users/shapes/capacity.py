@@ -28,7 +28,7 @@ from pathlib import Path
 from etcd_users.files import SUFFIXES
 from etcd_users.reporting.level_verdicts import KEEP_UP, PASS, LevelVerdict
 from etcd_users.reporting.sla import SLA_EXIT_CODE
-from etcd_users.settings import SlaError, parse_gates
+from etcd_users.settings import SlaError, parse_gates, request_gates
 from etcd_users.shapes.base import EXTENDED, FINISH, HOLD, PlannedShape
 from etcd_users.shapes.options import ShapeSettings, ShapeSettingsError
 from etcd_users.shapes.plan import Level, probe_level, search_plan, users_for_qps
@@ -137,7 +137,7 @@ class CapacitySearchShape(PlannedShape):
         # an option of the tool's etcd users: absent when the shape drives other users (plugin.install(etcd=False))
         text = getattr(parsed_options, "etcd_sla", "") or ""
         try:
-            gates = parse_gates(text)
+            gates = request_gates(parse_gates(text))  # a disrupt: gate judges no probe
         except SlaError as error:
             raise ShapeSettingsError(str(error)) from None
         if not gates:

@@ -21,7 +21,7 @@ import gevent
 
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting.level_verdicts import LevelVerdict, judge_level, window_measurements
-from etcd_users.settings import Gate, SlaError, parse_gates
+from etcd_users.settings import Gate, SlaError, parse_gates, request_gates
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def live_judge(
 ) -> LiveJudge | None:
     """The judge of a run's levels when it has gates and the tool's latency recorder; None: no level is judged."""
     try:
-        gates = parse_gates(sla or "")
+        gates = request_gates(parse_gates(sla or ""))  # disrupt: gates judge the disruptions' windows
     except SlaError:
         gates = ()  # only the web UI's form gets here; the plugin says why at the start of the run
     if not gates or recorder is None:

@@ -35,6 +35,10 @@ def error_label(error: BaseException) -> str:
         details = error.details() or ""
         if details.startswith(("etcdserver:", "mvcc:", "auth:", "lease:")):
             return details
+        # an error etcd has no gRPC code for comes as UNKNOWN with etcd's text: 3.5 answers a put that the leader
+        # drops while it hands over leadership (move-leader) or while there is none with "raft proposal dropped"
+        if code() == grpc.StatusCode.UNKNOWN and details:
+            return details
         return code().name
     if isinstance(error, asyncio.TimeoutError):
         return "DEADLINE_EXCEEDED"

@@ -4,6 +4,7 @@ P99, P99.9, requests, errors) is what the exact files say for that window; refus
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from support import HEADLESS, headless_args, run_analysis, run_locust
 from etcd_users.analysis.disruptions import per_second
 from etcd_users.analysis.load import load_run
 from etcd_users.disruptions.cost import cost
+from etcd_users.reporting.sla import SLA_EXIT_CODE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -97,3 +99,51 @@ def test_a_disruption_on_given_endpoints_needs_the_allowance(etcd1, tmp_out):
     line = refusal_line(run_locust(*args, "EtcdPutUser", timeout=60))
     assert line.startswith("locust-etcd: error: --etcd-disrupt: the endpoints given are not the tool's own etcd; pass ")
     assert "--etcd-disrupt-allowed" in line
+
+
+def gate_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("SLA ")]
+
+
+def test_disrupt_gates_judge_each_window_and_a_failed_one_exits_3(tmp_out):
+    prefix, report = tmp_out / "run", tmp_out / "junit.xml"
+    timing = ("-u", "8", "-r", "8", "-t", "8s", "--csv", str(prefix), "--etcd-junit", str(report))
+    gates = "disrupt:put:p99<1us,disrupt:gap<3600s"  # no P99 is below 1 µs, no gap an hour long
+    result = run_locust(*HEADLESS, *timing, "--etcd-disrupt", "defrag:leader@3s", "--etcd-sla", gates, "EtcdPutUser")
+    assert_no_traceback(result.stdout + result.stderr)
+    assert result.returncode == SLA_EXIT_CODE, result.stderr[-3000:]
+    (defrag,) = windows(prefix)
+    (put,) = defrag["cost"]  # the gates judged the costs the file holds
+    assert gate_lines(result.stderr) == [
+        f"SLA disrupt defrag:leader@3s put p99 < 1us: {put['p99_ms'] * 1000:.0f}us FAIL",
+        f"SLA disrupt defrag:leader@3s gap < 3600s: {put['gap_s']}s (put) PASS",
+    ]
+    assert "SLA: 1 of 2 gates failed (disrupt defrag:leader@3s put p99 < 1us); exit code 3" in result.stderr
+    cases = ET.parse(report).getroot().iter("testcase")
+    assert [(case.get("name"), case.find("failure") is not None) for case in cases] == [
+        ("disrupt:put:p99<1us defrag:leader@3s", True),
+        ("disrupt:gap<3600s defrag:leader@3s", False),
+    ]
+
+
+def test_disrupt_gates_that_hold_keep_the_run_s_exit_code(tmp_out):
+    prefix = tmp_out / "run"
+    timing = ("-u", "8", "-r", "8", "-t", "8s", "--csv", str(prefix))
+    gates = "disrupt:p99<3600s,disrupt:gap<3600s"
+    result = run_locust(*HEADLESS, *timing, "--etcd-disrupt", "defrag:leader@3s", "--etcd-sla", gates, "EtcdPutUser")
+    assert_no_traceback(result.stdout + result.stderr)
+    assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: a put the defragmentation held past its deadline
+    (put,) = windows(prefix)[0]["cost"]
+    assert gate_lines(result.stderr) == [
+        f"SLA disrupt defrag:leader@3s p99 < 3600s: {put['p99_ms'] / 1000:.6f}s (put) PASS",
+        f"SLA disrupt defrag:leader@3s gap < 3600s: {put['gap_s']}s (put) PASS",
+    ]
+
+
+def test_a_disrupt_gate_without_a_schedule_is_refused_at_start():
+    result = run_locust(*HEADLESS, "-u", "1", "-t", "2s", "--etcd-sla", "disrupt:gap<2s", "EtcdPutUser", timeout=60)
+    assert refusal_line(result) == (
+        "locust-etcd: error: --etcd-sla: 'disrupt:gap<2s' judges each disruption, and --etcd-disrupt schedules none; "
+        "add one such as --etcd-disrupt defrag:leader@60s, or drop the gate"
+    )
+    assert "started a local etcd" not in result.stderr  # refused before anything was started

@@ -134,7 +134,12 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             assert field["is_secret"] == getattr(option, "secret", False), dest
         assert {dest for dest, field in form.items() if field["is_secret"]} == {"etcd_key", "etcd_user"}
         assert {"ConcurrencyLadderShape", "StepSpikeShape"} <= set(args["available_shape_classes"])
-        assert [tab["title"] for tab in args["extended_tabs"]] == ["etcd latency", "etcd endpoints", "etcd SLA"]
+        assert [tab["title"] for tab in args["extended_tabs"]] == [
+            "etcd latency",
+            "etcd endpoints",
+            "etcd SLA",
+            "etcd disruptions",
+        ]
         # the picker lists every class and ticks EtcdPutUser alone; the header shows the endpoints as the host
         assert len(args["users"]) == 12 and args["available_user_classes"] == ["EtcdPutUser"]
         assert (args["host"], args["missing_host_warning"]) == (endpoints, False)
@@ -188,6 +193,33 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
         stderr = ui.stop_locust()
     assert "shape: plan complete at" in stderr
     assert "SLA put p99 < 5s: " in stderr
+
+
+@pytest.mark.slow
+def test_the_disruptions_tab_follows_the_schedule_and_the_sla_tab_judges_its_windows(etcd1, tmp_out):
+    endpoints = ",".join(etcd1.endpoints)
+    schedule = ("--etcd-disrupt", "defrag@1s", "--etcd-disrupt-allowed", "--etcd-sla", "disrupt:gap<3600s")
+    with web_ui(tmp_out, "-f", "locustfile.py", "--etcd-endpoints", endpoints, *schedule, "EtcdPutUser") as ui:
+        [waiting] = extended(ui.stats(), "etcd-disruptions")
+        assert (waiting["name"], waiting["state"], waiting["cost"]) == ("defrag:leader@1s", "waiting", "")
+        assert ui.post("/swarm", {"user_count": "2", "spawn_rate": "2"})["success"]
+
+        def measured(stats: dict) -> bool:
+            [row] = extended(stats, "etcd-disruptions")
+            return row["state"] == "done" and row["cost"].startswith("put: ")
+
+        # the cost is logged once the P99 is back within 1.2x of before, or 30 s after the window's end at the latest
+        stats = ui.wait_for(measured, "the defragmentation's cost", timeout=60)
+        [done] = extended(stats, "etcd-disruptions")
+        assert done["members"] == etcd1.endpoints[0] and done["result"].startswith(
+            f"defrag of {etcd1.endpoints[0]} took "
+        )
+        assert "longest gap without a success " in done["cost"]
+        [gate] = extended(stats, "etcd-sla")
+        assert gate["name"] == "disrupt defrag:leader@1s gap < 3600s" and gate["verdict"] == "PASS", gate
+        assert ui.post("/stop")["success"]
+        stderr = ui.stop_locust()
+    assert "SLA disrupt defrag:leader@1s gap < 3600s: " in stderr
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from etcd_users.reporting.space import (
     SpaceWatch,
     alarm_message,
     alarm_summary,
+    compaction_source,
     format_duration,
     growth_rate,
     quota_warning,
@@ -89,6 +90,70 @@ def test_one_warning_per_member_once_two_polls_give_the_pace():
     assert watch.observe("c", 0.0, None, quota) is None  # a scrape without the db size
     assert watch.observe("d", 0.0, 9 * MIB, None) is None  # nor the quota
     assert watch.warned == {"a", "b"}
+
+
+LOCAL = "the local etcd compacts itself (history compacted every 5s)"
+
+
+def test_without_compaction_the_warning_points_to_it():
+    db, quota, rate = 0.85 * 2 * GIB, 2 * GIB, 10 * MIB
+    assert quota_warning("m", db, quota, rate, in_use=0.84 * 2 * GIB) == (
+        "etcd m: db 1.7 GiB is 85.0 % of its 2.0 GiB quota, growing 10.0 MiB/s: full in about 31 s; compact "
+        "(--etcd-compact-interval) or raise --quota-backend-bytes"
+    )
+
+
+def test_with_compaction_running_the_warning_points_to_defragmentation():
+    db, quota, rate = 0.85 * 2 * GIB, 2 * GIB, 10 * MIB
+    assert quota_warning("m", db, quota, rate, LOCAL) == (
+        "etcd m: db 1.7 GiB is 85.0 % of its 2.0 GiB quota, growing 10.0 MiB/s: full in about 31 s; the local etcd "
+        "compacts itself (history compacted every 5s), yet the file nears its quota: compaction frees pages inside it "
+        "but never shrinks it: defragment (--etcd-disrupt defrag:all@TIME, or etcdctl defrag) or raise "
+        "--quota-backend-bytes"
+    )
+
+
+def test_free_pages_point_to_defragmentation_whoever_compacts():
+    db, quota = 0.85 * 2 * GIB, 2 * GIB
+    interval = "--etcd-compact-interval 30 compacts the history every 30 s"
+    assert quota_warning("m", db, quota, 0.0, interval, in_use=0.5 * GIB) == (
+        "etcd m: db 1.7 GiB is 85.0 % of its 2.0 GiB quota (1.2 GiB of it free pages), not growing now; "
+        "--etcd-compact-interval 30 compacts the history every 30 s, and compaction frees pages inside the file but "
+        "never shrinks it: defragment (--etcd-disrupt defrag:all@TIME, or etcdctl defrag) or raise "
+        "--quota-backend-bytes"
+    )
+    # the cluster's own compaction, unknown to the tool, shows as free pages too
+    assert quota_warning("m", db, quota, 0.0, in_use=0.5 * GIB).endswith(
+        "(1.2 GiB of it free pages), not growing now; compaction frees pages inside the file but never shrinks it: "
+        "defragment (--etcd-disrupt defrag:all@TIME, or etcdctl defrag) or raise --quota-backend-bytes"
+    )
+
+
+def test_live_data_that_fills_the_file_points_to_a_larger_quota():
+    db, quota = 0.85 * 2 * GIB, 2 * GIB
+    assert quota_warning("m", db, quota, None, LOCAL, in_use=0.8 * 2 * GIB) == (
+        "etcd m: db 1.7 GiB is 85.0 % of its 2.0 GiB quota (1.6 GiB of it live data), growth unknown; the local etcd "
+        "compacts itself (history compacted every 5s), so defragmenting frees little: raise --quota-backend-bytes, "
+        "or write fewer or smaller keys"
+    )
+
+
+def test_who_compacts_the_run_s_history():
+    def settings(**values):
+        namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
+        vars(namespace).update(values)
+        return settings_from_options(namespace)
+
+    assert compaction_source(settings(), None) == ""
+    assert compaction_source(settings(), "history compacted every 5s") == LOCAL
+    assert compaction_source(settings(etcd_compact_interval=30.0), "history compacted every 5s") == (
+        "--etcd-compact-interval 30 compacts the history every 30 s"
+    )
+    assert LocalCluster(1).compaction == "history compacted every 5s"
+    assert LocalCluster(1, auto_compaction_retention=None).compaction is None
+    watch = QuotaWatch(compacting=LOCAL)  # the run's watch passes the in-use size of each scrape
+    watch.observe("a", 0.0, 8 * MIB, 10 * MIB, 2 * MIB)
+    assert "(7.0 MiB of it free pages)" in watch.observe("a", 1.0, 9 * MIB, 10 * MIB, 2 * MIB)
 
 
 def test_the_pace_is_taken_over_the_last_polls_only():

@@ -1,5 +1,6 @@
 """The web UI's pure parts: the endpoints table (which member leads, where requests go, when it was checked, leader
-changes since the run started), the figures' format, the SLA tab's hint, the start form's order and ticked class. The
+changes since the run started), the figures' format, the SLA tab's hint, the disruptions' states and costs, the start
+form's order and ticked class. The
 UI itself, against real members and in a browser, is ``tests/e2e/test_webui.py``."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads: the test imports etcd_users.reporting.webui)
@@ -9,18 +10,21 @@ from types import SimpleNamespace
 
 from etcd_users import settings as etcd_options
 from etcd_users.latency.store import LatencyRow
+from etcd_users.reporting import disruption_gates
 from etcd_users.reporting.server_metrics import Scrape
 from etcd_users.reporting.webui import (
+    DISRUPTIONS_HINT,
     SLA_HINT,
     TABLES,
     EtcdTabs,
+    disruption_rows,
     endpoint_rows,
     latency_rows,
     leader_changes,
     shape_form,
     sla_rows,
 )
-from etcd_users.settings import settings_from_options
+from etcd_users.settings import parse_gates, settings_from_options
 
 
 def test_endpoint_rows_mark_the_leader_and_where_requests_go():
@@ -116,3 +120,47 @@ def test_a_nospace_alarm_is_the_first_row_of_the_endpoints_tab():
     assert tabs.endpoints() == [
         {"name": "ALARM", "role": alarm, "load": "", "conns": "", "leaderchanges": "", "checked": ""}
     ]
+
+
+ITEMS = ("defrag:leader@15s", "move-leader:follower@25s", "kill:follower@40s+5s", "snapshot:leader@60s")
+PUT_COST = {
+    **{"name": "put", "gap_s": 0, "p99_ms": 776.7, "p999_ms": 781.82, "p99_before_ms": 77.06},
+    **{"p999_before_ms": 155.01, "requests": 174, "errors": 0, "recovery_s": 0.1, "errors_by_label": {}},
+}
+WINDOWS = [
+    {
+        **{"item": ITEMS[0], "members": ["http://127.0.0.1:2379"], "started_at": 15.1, "finished_at": 15.9},
+        **{"ok": True, "result": "defrag of http://127.0.0.1:2379 took 0.77 s", "error": "", "cost": [PUT_COST]},
+    },
+    {
+        **{"item": ITEMS[1], "members": [], "started_at": 25.0, "finished_at": 25.0, "ok": False},
+        **{"result": "", "error": "no follower answers", "cost": []},
+    },
+    {"item": ITEMS[2], "members": ["http://127.0.0.1:2380"], "started_at": 40.0, "finished_at": None, "ok": None},
+]
+
+
+def test_the_disruptions_tab_shows_each_item_its_state_its_result_and_its_cost():
+    rows = disruption_rows(ITEMS, WINDOWS, over=False)
+    assert [(row["name"], row["state"], row["members"], row["result"]) for row in rows] == [
+        ("defrag:leader@15s", "done", "http://127.0.0.1:2379", "defrag of http://127.0.0.1:2379 took 0.77 s"),
+        ("move-leader:follower@25s", "failed", "", "no follower answers"),
+        ("kill:follower@40s+5s", "running", "http://127.0.0.1:2380", ""),
+        ("snapshot:leader@60s", "waiting", "", ""),
+    ]
+    assert rows[0]["cost"] == (
+        "put: longest gap without a success 0 s, P99 776.70 ms (before 77.06 ms, 10.1x), P99.9 781.82 ms (before "
+        "155.01 ms), 0 errors of 174 requests, P99 within 1.2x of before 0.1 s after the end"
+    )
+    assert rows[1]["cost"] == rows[2]["cost"] == "measuring: known once the P99 is back (at most 30 s after the end)"
+    assert rows[3]["cost"] == ""
+    assert disruption_rows(ITEMS, WINDOWS[:1], over=True)[3]["state"] == "not reached"
+    [hint] = disruption_rows((), [], over=False)
+    assert hint["name"] == DISRUPTIONS_HINT and "--etcd-disrupt" in DISRUPTIONS_HINT
+    assert [table["key"] for table in TABLES][-1] == "etcd-disruptions"
+
+
+def test_the_sla_tab_judges_disrupt_gates_on_each_measured_window():
+    [gate] = parse_gates("disrupt:put:p99<50ms")
+    rows = sla_rows([disruption_gates.judge_window(gate, WINDOWS[0]["item"], WINDOWS[0])])
+    assert rows == [{"name": "disrupt defrag:leader@15s put p99 < 50ms", "measured": "776.700ms", "verdict": "FAIL"}]

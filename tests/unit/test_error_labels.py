@@ -1,0 +1,48 @@
+"""etcd's errors under etcd's own labels (``etcd_users.transport.errors.error_label``): the text etcd sent, else the
+gRPC status name; the errors are gRPC's own, as the channel raises them."""
+
+import asyncio
+
+import grpc
+import pytest
+
+from etcd_users.transport.errors import AbandonedCall, error_detail, error_label
+
+
+def rpc_error(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details=details)
+
+
+LABELS = [
+    # etcd's mapped errors carry their own code and text
+    (grpc.StatusCode.UNAVAILABLE, "etcdserver: leader changed", "etcdserver: leader changed"),
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "etcdserver: too many requests", "etcdserver: too many requests"),
+    (
+        grpc.StatusCode.OUT_OF_RANGE,
+        "mvcc: required revision has been compacted",
+        "mvcc: required revision has been compacted",
+    ),
+    # etcd 3.5 during a leader move: an error without a gRPC code of its own, UNKNOWN with etcd's text
+    (grpc.StatusCode.UNKNOWN, "raft proposal dropped", "raft proposal dropped"),
+    (grpc.StatusCode.UNKNOWN, "", "UNKNOWN"),
+    # gRPC's own texts say nothing the code does not: the code
+    (grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", "DEADLINE_EXCEEDED"),
+    (grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses", "UNAVAILABLE"),
+]
+
+
+@pytest.mark.parametrize("code, details, label", LABELS, ids=[f"{c.name}:{d}" for c, d, _ in LABELS])
+def test_an_error_is_labelled_by_etcd_s_text_else_its_code(code, details, label):
+    assert error_label(rpc_error(code, details)) == label
+
+
+def test_the_detail_adds_grpc_s_text_only_where_the_label_lacks_it():
+    assert error_detail(rpc_error(grpc.StatusCode.UNKNOWN, "raft proposal dropped")) == "raft proposal dropped"
+    unavailable = rpc_error(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses")
+    assert error_detail(unavailable) == "UNAVAILABLE: failed to connect to all addresses"
+
+
+def test_errors_of_the_tool_itself():
+    assert error_label(AbandonedCall()) == "UNAVAILABLE"
+    assert error_label(asyncio.TimeoutError()) == "DEADLINE_EXCEEDED"
+    assert error_label(ValueError("boom")) == "ValueError: boom"
