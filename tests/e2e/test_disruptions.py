@@ -123,6 +123,7 @@ def test_disrupt_gates_judge_each_window_and_a_failed_one_exits_3(tmp_out):
     assert [(case.get("name"), case.find("failure") is not None) for case in cases] == [
         ("disrupt:put:p99<1us defrag:leader@3s", True),
         ("disrupt:gap<3600s defrag:leader@3s", False),
+        ("audit", False),  # the end-of-run audit of a run that wrote
     ]
 
 

@@ -199,7 +199,8 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
 def test_the_disruptions_tab_follows_the_schedule_and_the_sla_tab_judges_its_windows(etcd1, tmp_out):
     endpoints = ",".join(etcd1.endpoints)
     schedule = ("--etcd-disrupt", "defrag@1s", "--etcd-disrupt-allowed", "--etcd-sla", "disrupt:gap<3600s")
-    with web_ui(tmp_out, "-f", "locustfile.py", "--etcd-endpoints", endpoints, *schedule, "EtcdPutUser") as ui:
+    args = ("-f", "locustfile.py", "--etcd-endpoints", endpoints, "--etcd-cleanup", *schedule, "EtcdPutUser")
+    with web_ui(tmp_out, *args) as ui:
         [waiting] = extended(ui.stats(), "etcd-disruptions")
         assert (waiting["name"], waiting["state"], waiting["cost"]) == ("defrag:leader@1s", "waiting", "")
         assert ui.post("/swarm", {"user_count": "2", "spawn_rate": "2"})["success"]
