@@ -6,17 +6,4 @@ With no --etcd-endpoints a throwaway local etcd is started. ``python -m etcd_use
 tool runs the same classes without a clone: ``locust-etcd`` (``etcd_users/locustfile.py``).
 """
 
-from etcd_users.locustfile import (  # noqa: F401  (Locust collects the User classes from this module)
-    EtcdDeleteUser,
-    EtcdKubernetesNodeUser,
-    EtcdKubernetesUser,
-    EtcdLeaseUser,
-    EtcdMixedUser,
-    EtcdPutUser,
-    EtcdRangeUser,
-    EtcdTxnMixedUser,
-    EtcdTxnPutUser,
-    EtcdWatchUser,
-    LinearizableRangeUser,
-    SerializableRangeUser,
-)
+from etcd_users.locustfile import *  # noqa: F403  (Locust collects the User classes of the packaged locustfile)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting.level_verdicts import FAIL, LevelVerdict
 from etcd_users.shapes.judging import LiveJudge, live_judge
-from etcd_users.shapes.options import ShapeSettings, ShapeSettingsError
+from etcd_users.shapes.options import SettingsError, ShapeSettings
 from etcd_users.shapes.plan import Level, format_plan, plan_duration
 from etcd_users.shapes.record import record_path, shape_record, write_json
 from etcd_users.shapes.timeline import ErrorCounts, Timeline
@@ -83,7 +83,7 @@ class PlannedShape(LoadTestShape):
 
     @abstractmethod
     def build_plan(self, settings: ShapeSettings) -> list[Level]:
-        """The levels of this profile; raises ShapeSettingsError for settings it cannot run."""
+        """The levels of this profile; raises SettingsError for settings it cannot run."""
 
     def after_plan(self, t: float) -> str:
         """What happens at run time ``t`` past the plan's last level: FINISH, HOLD or EXTENDED (after appending
@@ -117,7 +117,7 @@ class PlannedShape(LoadTestShape):
         """What is wrong with the options for this shape, in one line; None when it can run."""
         try:
             self.settings_and_plan(parsed_options)
-        except ShapeSettingsError as error:
+        except SettingsError as error:
             return str(error)
         return None
 
@@ -154,7 +154,7 @@ class PlannedShape(LoadTestShape):
         if run is not self._run:
             try:
                 self._start_run(run)
-            except ShapeSettingsError as error:
+            except SettingsError as error:
                 logger.error("%s", error)
                 return None
         t = self.get_run_time()

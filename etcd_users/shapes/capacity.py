@@ -28,9 +28,9 @@ from pathlib import Path
 from etcd_users.files import SUFFIXES
 from etcd_users.reporting.level_verdicts import KEEP_UP, PASS, LevelVerdict
 from etcd_users.reporting.sla import SLA_EXIT_CODE
-from etcd_users.settings import SlaError, parse_gates, request_gates
+from etcd_users.settings import SettingsError, parse_gates, request_gates
 from etcd_users.shapes.base import EXTENDED, FINISH, HOLD, PlannedShape
-from etcd_users.shapes.options import ShapeSettings, ShapeSettingsError
+from etcd_users.shapes.options import ShapeSettings
 from etcd_users.shapes.plan import Level, probe_level, search_plan, users_for_qps
 from etcd_users.shapes.record import write_json
 
@@ -136,12 +136,9 @@ class CapacitySearchShape(PlannedShape):
         settings, plan = super().settings_and_plan(parsed_options)
         # an option of the tool's etcd users: absent when the shape drives other users (plugin.install(etcd=False))
         text = getattr(parsed_options, "etcd_sla", "") or ""
-        try:
-            gates = request_gates(parse_gates(text))  # a disrupt: gate judges no probe
-        except SlaError as error:
-            raise ShapeSettingsError(str(error)) from None
+        gates = request_gates(parse_gates(text))  # a disrupt: gate judges no probe
         if not gates:
-            raise ShapeSettingsError(
+            raise SettingsError(
                 "--etcd-sla: CapacitySearchShape judges each probe by the gates; give some, "
                 "for example --etcd-sla 'put:p99<15ms'"
             )

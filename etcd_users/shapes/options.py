@@ -20,9 +20,6 @@ MAX_SECONDS = 366 * 24 * 3600  # a year
 MAX_ROUNDS = 30  # bisection rounds: 2^30 narrows any QPS bracket below one request a second
 
 
-ShapeSettingsError = SettingsError  # bad shape input, told in one line like every other option's
-
-
 def _bool(flag: str, value) -> bool:
     """A switch; the web UI's form sends it as a bool, an env var as text."""
     if isinstance(value, bool):
@@ -32,7 +29,7 @@ def _bool(flag: str, value) -> bool:
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
-    raise ShapeSettingsError(f"{flag}: {shown(value)} is not true or false")
+    raise SettingsError(f"{flag}: {shown(value)} is not true or false")
 
 
 def _int(flag: str, value, minimum: int | None = None, maximum: int | None = None, unit: str = "") -> int:
@@ -41,13 +38,11 @@ def _int(flag: str, value, minimum: int | None = None, maximum: int | None = Non
         if number != value and not isinstance(value, str):
             raise ValueError
     except (TypeError, ValueError, OverflowError):  # int(inf) overflows, int(nan) is a ValueError
-        raise ShapeSettingsError(
-            f"{flag}: {shown(value)} is not a whole number; give e.g. {_default_of(flag)!r}"
-        ) from None
+        raise SettingsError(f"{flag}: {shown(value)} is not a whole number; give e.g. {_default_of(flag)!r}") from None
     if minimum is not None and number < minimum:
-        raise ShapeSettingsError(f"{flag}: {shown(number)} must be {minimum} or more")
+        raise SettingsError(f"{flag}: {shown(number)} must be {minimum} or more")
     if maximum is not None and number > maximum:
-        raise ShapeSettingsError(f"{flag}: {shown(number)} must be {maximum}{unit} or less")
+        raise SettingsError(f"{flag}: {shown(number)} must be {maximum}{unit} or less")
     return number
 
 
@@ -62,10 +57,10 @@ def _float(flag: str, value, minimum: float | None = None, exclusive: bool = Fal
     except (TypeError, ValueError):
         number = math.nan
     if not math.isfinite(number):
-        raise ShapeSettingsError(f"{flag}: {shown(value)} is not a finite number; give e.g. {_default_of(flag)!r}")
+        raise SettingsError(f"{flag}: {shown(value)} is not a finite number; give e.g. {_default_of(flag)!r}")
     if minimum is not None and (number < minimum or (exclusive and number == minimum)):
         bound = f"greater than {minimum:g}" if exclusive else f"{minimum:g} or more"
-        raise ShapeSettingsError(f"{flag}: {number:g} must be {bound}")
+        raise SettingsError(f"{flag}: {number:g} must be {bound}")
     return number
 
 
@@ -76,14 +71,14 @@ def _ladder(value) -> tuple[int, ...]:
     except ValueError:
         counts = ()
     if not counts or min(counts) < 1:
-        raise ShapeSettingsError(
+        raise SettingsError(
             f"--shape-ladder: {shown(text)} is not a comma-separated list of user counts of 1 or more; "
             "give e.g. 1,200,2000,5000"
         )
     if len(counts) > MAX_LEVELS:
-        raise ShapeSettingsError(f"--shape-ladder: {len(counts)} rungs are more than {MAX_LEVELS} levels")
+        raise SettingsError(f"--shape-ladder: {len(counts)} rungs are more than {MAX_LEVELS} levels")
     if max(counts) > MAX_USERS:
-        raise ShapeSettingsError(
+        raise SettingsError(
             f"--shape-ladder: a rung of {shown(max(counts))} users is more than {MAX_USERS} Locust users; "
             "give e.g. 1,200,2000,5000"
         )
@@ -98,7 +93,7 @@ def _jitter(value) -> tuple[float, float]:
     except ValueError:
         low = high = math.nan
     if not (math.isfinite(low) and math.isfinite(high)) or low > high:
-        raise ShapeSettingsError(
+        raise SettingsError(
             f"--shape-sine-jitter: {shown(text)} is not LOW,HIGH with LOW <= HIGH; "
             "give e.g. --shape-sine-jitter=-8,12 (or 0,0 for no jitter)"
         )
@@ -242,12 +237,12 @@ class ShapeSettings(OptionGroup):
     def build(cls, values, namespace, **context) -> "ShapeSettings":
         settings = cls(**values, user_rate=WorkloadSettings.read_one(namespace, "user_rate"))
         if settings.max_qps < settings.baseline_qps:
-            raise ShapeSettingsError(
+            raise SettingsError(
                 f"--shape-max-qps: {settings.max_qps} is below --shape-baseline-qps {settings.baseline_qps}; "
                 "raise --shape-max-qps or lower the baseline"
             )
         if settings.search_max < settings.search_start:
-            raise ShapeSettingsError(
+            raise SettingsError(
                 f"--shape-search-max: {settings.search_max} is below --shape-search-start {settings.search_start}; "
                 "raise --shape-search-max or lower the start"
             )

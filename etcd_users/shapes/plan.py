@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 
 from etcd_users.arguments import shown
-from etcd_users.shapes.options import MAX_LEVELS, MAX_SECONDS, MAX_USERS, ShapeSettings, ShapeSettingsError
+from etcd_users.shapes.options import MAX_LEVELS, MAX_SECONDS, MAX_USERS, SettingsError, ShapeSettings
 
 RAMP_FRACTION = 0.1
 """Share of a level within which its user count is reached."""
@@ -76,7 +76,7 @@ def qps_rate_message(shape_name: str, example_rate: float = 10) -> str:
 def require_user_rate(settings: ShapeSettings, shape_name: str, example_rate: float = 10) -> float:
     """The per-user rate a QPS profile divides by; refuses closed-loop users in one line."""
     if settings.user_rate <= 0:
-        raise ShapeSettingsError(qps_rate_message(shape_name, example_rate))
+        raise SettingsError(qps_rate_message(shape_name, example_rate))
     return settings.user_rate
 
 
@@ -109,7 +109,7 @@ def step_spike_plan(settings: ShapeSettings, shape_name: str = "StepSpikeShape")
 
     steps = math.ceil(max(settings.max_qps - settings.baseline_qps, 0) / settings.step_qps)
     if steps > MAX_LEVELS:
-        raise ShapeSettingsError(
+        raise SettingsError(
             f"--shape-step-qps: steps of {settings.step_qps} QPS from {settings.baseline_qps} to {settings.max_qps} "
             f"make {steps} levels, more than {MAX_LEVELS}; take larger steps or a lower --shape-max-qps"
         )
@@ -121,7 +121,7 @@ def step_spike_plan(settings: ShapeSettings, shape_name: str = "StepSpikeShape")
     stages.append(qps_stage("spike", settings.spike_time, settings.spike_qps, ramp_s=SPIKE_RAMP_S))
     plan = _lay_out(stages, settings)
     if not plan:
-        raise ShapeSettingsError(
+        raise SettingsError(
             "--shape-baseline-time, --shape-spike-time: both are 0 and --shape-max-qps equals the baseline, "
             "so the plan is empty; set a duration above 0"
         )
@@ -134,7 +134,7 @@ def search_plan(settings: ShapeSettings, shape_name: str = "CapacitySearchShape"
     rate = require_user_rate(settings, shape_name)
     highest = users_for_qps(settings.search_max, rate)
     if highest > MAX_USERS:
-        raise ShapeSettingsError(
+        raise SettingsError(
             f"--shape-search-max: {settings.search_max} QPS at {rate:g} requests/s per user takes {shown(highest)} "
             f"users, more than {MAX_USERS}; raise --etcd-user-rate or lower --shape-search-max"
         )
@@ -180,7 +180,7 @@ def sine_plan(settings: ShapeSettings, shape_name: str = "SineWaveShape") -> lis
     low, high = settings.sine_jitter
     levels = math.ceil(total / step - 1e-9)
     if levels > MAX_LEVELS:
-        raise ShapeSettingsError(
+        raise SettingsError(
             f"--shape-sine-step: {settings.sine_step} s steps over {settings.sine_cycles} cycles of "
             f"{settings.sine_period} s make {levels} levels, more than {MAX_LEVELS}; take longer steps or fewer cycles"
         )
@@ -227,18 +227,18 @@ def _check_size(stages: list[_Stage], settings: ShapeSettings) -> None:
     crowded = max(stages, key=lambda stage: stage.users, default=None)
     if crowded is not None and crowded.users > MAX_USERS:
         target = f"targets {crowded.qps:g} QPS, which at {settings.user_rate:g} requests/s per user takes"
-        raise ShapeSettingsError(
+        raise SettingsError(
             f"--etcd-user-rate: level '{crowded.name}' {target if crowded.qps else 'needs'} {shown(crowded.users)} "
             f"users, more than {MAX_USERS}; raise --etcd-user-rate or lower the shape's QPS"
         )
     total = sum(stage.duration_s for stage in stages)
     if not total <= MAX_SECONDS:
         if settings.time_scale > 1:
-            raise ShapeSettingsError(
+            raise SettingsError(
                 f"--shape-time-scale: {settings.time_scale:g} makes a plan of {total:g} s, more than a year "
                 f"({MAX_SECONDS} s); use a smaller scale"
             )
-        raise ShapeSettingsError(
+        raise SettingsError(
             f"--shape-sine-cycles, --shape-*-time: the plan would last {total:g} s, more than a year "
             f"({MAX_SECONDS} s); give fewer cycles or shorter durations"
         )

@@ -23,10 +23,9 @@ from etcd_users.latency.windows import Windows
 from etcd_users.plugin import install
 from etcd_users.reporting.level_verdicts import FAIL, KEEP_UP_GATE, PASS, judge_level, window_measurements
 from etcd_users.reporting.sla import Measurements
-from etcd_users.settings import parse_gates
+from etcd_users.settings import SettingsError, parse_gates
 from etcd_users.shapes import judging
 from etcd_users.shapes.capacity import BISECT, GROW, CapacitySearch, CapacitySearchShape
-from etcd_users.shapes.options import ShapeSettingsError
 from etcd_users.shapes.step_spike import StepSpikeShape
 from unit.test_shapes import options
 
@@ -432,15 +431,15 @@ def test_a_probe_that_could_not_be_judged_ends_the_search():
 
 def test_capacity_search_needs_gates_and_a_rate():
     shape = CapacitySearchShape()
-    with pytest.raises(ShapeSettingsError, match=r"^--etcd-sla: CapacitySearchShape judges each probe by the gates"):
+    with pytest.raises(SettingsError, match=r"^--etcd-sla: CapacitySearchShape judges each probe by the gates"):
         shape.settings_and_plan(options(etcd_user_rate=10.0))
     no_rate = options()
     no_rate.etcd_sla = "put:p99<15ms"
-    with pytest.raises(ShapeSettingsError, match=r"^CapacitySearchShape targets QPS: set --etcd-user-rate"):
+    with pytest.raises(SettingsError, match=r"^CapacitySearchShape targets QPS: set --etcd-user-rate"):
         shape.settings_and_plan(no_rate)
     huge = options(etcd_user_rate=0.001, shape_search_max=10**6)
     huge.etcd_sla = "put:p99<15ms"
-    with pytest.raises(ShapeSettingsError, match=r"^--shape-search-max: 1000000 QPS at 0.001 requests/s per user"):
+    with pytest.raises(SettingsError, match=r"^--shape-search-max: 1000000 QPS at 0.001 requests/s per user"):
         shape.settings_and_plan(huge)
 
 

@@ -20,9 +20,10 @@ from types import SimpleNamespace
 import pytest
 from support import REPO
 
+from etcd_users.settings import SettingsError
 from etcd_users.shapes.base import PlannedShape
 from etcd_users.shapes.ladder import ConcurrencyLadderShape
-from etcd_users.shapes.options import ShapeSettings, ShapeSettingsError
+from etcd_users.shapes.options import ShapeSettings
 from etcd_users.shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
 from etcd_users.shapes.protocol import JudgedShape, check_on_init, judged_shape
 from etcd_users.shapes.sine import SineWaveShape
@@ -305,7 +306,7 @@ def test_qps_shape_without_rate_stops_with_one_line(caplog):
 
 
 def test_sine_without_rate_suggests_a_fine_rate():
-    with pytest.raises(ShapeSettingsError, match=r"^SineWaveShape targets QPS: .* --etcd-user-rate 1$"):
+    with pytest.raises(SettingsError, match=r"^SineWaveShape targets QPS: .* --etcd-user-rate 1$"):
         SineWaveShape().build_plan(settings())
 
 
@@ -360,7 +361,7 @@ def test_sine_without_rate_suggests_a_fine_rate():
     ],
 )  # fmt: skip
 def test_bad_settings_are_one_line_naming_the_option(overrides, flag):
-    with pytest.raises(ShapeSettingsError) as caught:
+    with pytest.raises(SettingsError) as caught:
         settings(**overrides)
     message = str(caught.value)
     assert message.startswith(flag + ":"), message
@@ -384,7 +385,7 @@ def test_bad_settings_are_one_line_naming_the_option(overrides, flag):
 )  # fmt: skip
 def test_a_plan_beyond_what_locust_can_run_is_one_line(shape_class, overrides, start):
     shape = shape_class()
-    with pytest.raises(ShapeSettingsError) as caught:
+    with pytest.raises(SettingsError) as caught:
         shape.build_plan(settings(etcd_user_rate=10.0, **overrides))
     message = str(caught.value)
     assert message.startswith(start), message
