@@ -150,7 +150,8 @@ class Section:
         return self.anchor or re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-") or "section"
 
     def html(self) -> str:
-        return "\n".join([f'<section id="{html.escape(self.id)}">', f"<h2>{html.escape(self.title)}</h2>", *self.body])
+        heading = f"<h2>{html.escape(self.title)}</h2>"
+        return "\n".join([f'<section id="{html.escape(self.id)}">', heading, *self.body, "</section>"])
 
 
 def paragraphs(lines: Sequence[str], css: str = "") -> list[str]:

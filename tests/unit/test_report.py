@@ -79,8 +79,10 @@ class _Page(HTMLParser):
 
 
 def sections(page: Path) -> list[dict]:
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<section ") == text.count("</section>")  # none inside another
     parser = _Page()
-    parser.feed(page.read_text(encoding="utf-8"))
+    parser.feed(text)
     return parser.sections
 
 
