@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from etcd_users.analysis.audit import measure as measure_audits
 from etcd_users.analysis.benchmark_report import summary
 from etcd_users.analysis.breach import capture_lines
 from etcd_users.analysis.client import ADVICE, add_client_columns
@@ -31,6 +32,7 @@ from etcd_users.analysis.measure import measure_run
 from etcd_users.analysis.memory_model import RUN_RECIPES, format_report, memory_report
 from etcd_users.analysis.memory_model import write_files as write_memory_files
 from etcd_users.analysis.report import markdown_notes, markdown_table, write_csv, write_html, write_markdown
+from etcd_users.analysis.report_sections import report_sections
 from etcd_users.analysis.server import add_server_columns
 from etcd_users.analysis.suite import METRIC_KEYS, measure_suite, parse_metrics
 from etcd_users.analysis.suite import markdown as suite_markdown
@@ -220,6 +222,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print(markdown_table(disruptions, DISRUPTION_DECIMALS))
         print()
         print(markdown_notes(DISRUPTION_NOTES))
+    audit = measure_audits(runs)
     # beside the first breach: what the members gave when a gate first failed (--etcd-profile-on-breach)
     captures = [line for run in runs for line in capture_lines(run.prefix, run.label if len(runs) > 1 else None)]
     if captures:
@@ -240,10 +243,9 @@ def run_compare(args: argparse.Namespace) -> int:
         write_markdown(table, notes + advice, args.out / "comparison.md", TITLE)
         write_csv(table, args.out / "comparison.csv")
         write_csv(errors, args.out / "errors.csv")
-        write_html(table, errors, notes + advice, charts, args.out / "report.html", TITLE)
-        print(f"wrote comparison.md, comparison.csv, errors.csv, report.html and charts to {args.out}", file=sys.stderr)
         if disruptions is not None:
             _write_disruptions(disruptions, args.out)
+        levels_svg = None
         if level_runs:
             extra = ([""] + captures if captures else []) + ([""] + advice if advice else [])
             closing = "\n".join(sentences(level_runs) + extra)
@@ -254,8 +256,24 @@ def run_compare(args: argparse.Namespace) -> int:
             write_csv(level_table, args.out / "levels.csv", LEVEL_CSV_DECIMALS)
             document = json_document(level_runs, level_table, level_notes)
             (args.out / "levels.json").write_text(json.dumps(document, indent=2, default=_plain) + "\n", "utf-8")
-            level_chart(level_runs, args.out / "levels")
+            levels_svg = level_chart(level_runs, args.out / "levels")[1]
             print(f"wrote levels.md, levels.csv, levels.json, levels.png and levels.svg to {args.out}", file=sys.stderr)
+        sections = report_sections(
+            table,
+            notes,
+            errors,
+            charts,
+            advice=advice,
+            levels=level_runs,
+            level_table=level_table if level_runs else None,
+            level_notes=level_notes if level_runs else (),
+            level_chart=levels_svg,
+            captures=captures,
+            disruptions=disruptions,
+            audit=audit,
+        )
+        write_html(args.out / "report.html", TITLE, sections)
+        print(f"wrote comparison.md, comparison.csv, errors.csv, report.html and charts to {args.out}", file=sys.stderr)
     return 0
 
 

@@ -2,6 +2,8 @@
 
 - QPS over time, per run and request name;
 - P50 / P99 / P99.9 over time, one panel per request name;
+- on the charts over time, a load shape's levels as alternating bands labelled with their target, and the windows of
+  ``--etcd-disrupt`` as bands labelled with their item;
 - grouped bars of QPS and P99 per run and request name, like the single-node vs cluster chart of the
   single node vs 3-node benchmark chapter;
 - for a benchmark suite, grouped bars of the mean QPS and P99 over the repeats with stddev error bars;
@@ -25,7 +27,7 @@ from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullFormatter
 
 from etcd_users.analysis.client import CLIENT
 from etcd_users.analysis.disruptions import load_windows
-from etcd_users.analysis.levels import FAIL, RunLevels, latency_unit_ms
+from etcd_users.analysis.levels import FAIL, RunLevels, latency_unit_ms, level_spans
 from etcd_users.analysis.measure import RunMeasurement, run_start
 from etcd_users.analysis.server import MB, interval_rates, leader_change_times, member_series
 from etcd_users.analysis.tables import chart_rows
@@ -151,8 +153,53 @@ def _shade_disruptions(axes, run: RunMeasurement, color: str) -> None:
         )
 
 
+LEVEL_BAND_ALPHAS = (0.05, 0.13)  # alternate, so that two levels side by side are told apart
+LEVEL_BAND_GID = "level-band"
+
+
+def _run_end(run: RunMeasurement) -> float | None:
+    frame = run.timeline.frame if run.timeline is not None else None
+    return float(frame["end"].max()) if frame is not None and len(frame) else None
+
+
+def _shade_levels(axes, run: RunMeasurement, color: str, labelled: bool = True) -> None:
+    """Each level of a load shape's run, from its entry to its end, as a band of alternating shade labelled with
+    the level's name and target."""
+    if run.run.shape is None:
+        return
+    start = _run_start(run)
+    for position, span in enumerate(level_spans(run.run.shape, _run_end(run))):
+        alpha = LEVEL_BAND_ALPHAS[position % len(LEVEL_BAND_ALPHAS)]
+        band = axes.axvspan(span.start - start, span.end - start, color=color, alpha=alpha, linewidth=0)
+        band.set_gid(f"{LEVEL_BAND_GID}-{position + 1}")
+        band.set_label(f"_{span.label}")  # the name a test or a reader finds; kept out of the legend
+        if labelled:
+            axes.annotate(
+                span.label,
+                (span.start - start, 0.02),
+                xycoords=("data", "axes fraction"),
+                xytext=(2, 0),
+                textcoords="offset points",
+                fontsize=6,
+                rotation=90,
+                va="bottom",
+                ha="left",
+                color="dimgray",
+            )
+
+
+def _band_color(runs: list[RunMeasurement], index: int) -> str:
+    """One run: gray bands under its colored lines; several: each run's bands in its color."""
+    return "gray" if len(runs) == 1 else COLORS[index % len(COLORS)]
+
+
 def qps_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
-    """Requests per second over the run, one line per run and name; dotted verticals mark warm-up cuts."""
+    return _save(qps_over_time_figure(runs), stem)
+
+
+def qps_over_time_figure(runs: list[RunMeasurement]) -> Figure:
+    """Requests per second over the run, one line per run and name; dotted verticals mark warm-up cuts, bands a load
+    shape's levels."""
     figure = Figure(figsize=(10, 4.5), layout="constrained")
     axes = figure.add_subplot()
     for index, run in enumerate(runs):
@@ -168,6 +215,7 @@ def qps_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
                 label=f"{run.run.label} · {name}",
             )
         _mark_cut(axes, run, color)
+        _shade_levels(axes, run, _band_color(runs, index))
     axes.set_title("QPS over time")
     axes.set_xlabel("seconds since start of run")
     axes.set_ylabel("requests / s")
@@ -175,12 +223,16 @@ def qps_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
     axes.grid(alpha=0.3)
     if axes.lines:
         axes.legend(fontsize="small")
-    return _save(figure, stem)
+    return figure
 
 
 def latency_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
-    """P50 (dotted), P99 (solid) and P99.9 (dashed) over time, a panel per name, a color per run; the windows of
-    ``--etcd-disrupt`` as shaded bands."""
+    return _save(latency_over_time_figure(runs), stem)
+
+
+def latency_over_time_figure(runs: list[RunMeasurement]) -> Figure:
+    """P50 (dotted), P99 (solid) and P99.9 (dashed) over time, a panel per name, a color per run; a load shape's
+    levels and the windows of ``--etcd-disrupt`` as shaded bands."""
     names = list(dict.fromkeys(name for run in runs for name in _plotted_names(run))) or [AGGREGATED]
     figure = Figure(figsize=(10, 3.2 * len(names)), layout="constrained")
     panels = figure.subplots(len(names), 1, squeeze=False, sharex=True)[:, 0]
@@ -195,6 +247,7 @@ def latency_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
                     steps = _steps(rows, rows[column], _run_start(run))
                     axes.plot(*steps, style, drawstyle="steps-post", color=color, label=f"{run.run.label} {label}")
             _mark_cut(axes, run, color)
+            _shade_levels(axes, run, _band_color(runs, index))
             _shade_disruptions(axes, run, color)
         axes.set_title(f"{name}: latency over time ({_kinds(runs, name)})")
         axes.set_ylabel("ms")
@@ -203,7 +256,7 @@ def latency_over_time(runs: list[RunMeasurement], stem: Path) -> list[Path]:
         if axes.lines:
             axes.legend(fontsize="small", ncol=3)
     panels[-1].set_xlabel("seconds since start of run")
-    return _save(figure, stem)
+    return figure
 
 
 def comparison_bars(table: pd.DataFrame, stem: Path) -> list[Path]:
@@ -296,7 +349,7 @@ def _member_label(member: str) -> str:
 def server_metrics(runs: list[RunMeasurement], stem: Path) -> list[Path]:
     """A 2x2 grid of the members' own figures over time, a color per run and a line style per member; the member
     that led most of the run is marked in the legend, leader changes are dashed verticals, warm-up cuts dotted,
-    restarts a cross on the RSS line. Polls a member did not answer leave gaps."""
+    restarts a cross on the RSS line, a load shape's levels bands. Polls a member did not answer leave gaps."""
     figure = Figure(figsize=(12, 7.5), layout="constrained")
     panels = figure.subplots(2, 2, sharex=True).flatten()
     changes_drawn = restarts_drawn = False
@@ -334,8 +387,9 @@ def server_metrics(runs: list[RunMeasurement], stem: Path) -> list[Path]:
             for axes in panels:
                 axes.axvline(when - start, color=color, linestyle="--", linewidth=0.8, alpha=0.7)
             changes_drawn = True
-        for axes in panels:
+        for number, axes in enumerate(panels):
             _mark_cut(axes, run, color)
+            _shade_levels(axes, run, _band_color(runs, index), labelled=number == 0)
     for axes, (_, title, unit, _) in zip(panels, _SERVER_PANELS, strict=True):
         axes.set_title(title)
         axes.set_ylabel(unit)

@@ -145,12 +145,7 @@ def level_windows(
     previous_users = 0
     for position, level in enumerate(levels):
         started = _number(level.get("started_at"))
-        later = [_number(other.get("started_at")) for other in levels[position + 1 :]]
-        end = next((moment for moment in later if moment is not None), None)
-        if level.get("ended_at") is not None:
-            end = _number(level["ended_at"])  # its own end: a searching shape may hold the load between levels
-        if end is None:
-            end = _number(ended_at) if ended_at is not None else run_end
+        end = _level_end(levels, position, ended_at, run_end)
         users = int(level.get("users") or 0)
         estimated = "running_at" not in level
         if estimated:
@@ -187,6 +182,51 @@ def level_windows(
             missing = f"no whole second in its window (+{start - started:.1f} s to +{end - started:.1f} s into it)"
         windows.append(window if not missing else _without_window(window, missing))
     return windows
+
+
+def _level_end(levels: list[dict], position: int, ended_at: object, run_end: float | None) -> float | None:
+    """A level's own end, else the next entered level's start, else the shape's end, else ``run_end``."""
+    level = levels[position]
+    if level.get("ended_at") is not None:
+        return _number(level["ended_at"])  # its own end: a searching shape may hold the load between levels
+    later = [_number(other.get("started_at")) for other in levels[position + 1 :]]
+    end = next((moment for moment in later if moment is not None), None)
+    if end is None:
+        end = _number(ended_at) if ended_at is not None else run_end
+    return end
+
+
+@dataclass(frozen=True)
+class LevelSpan:
+    """A level from its entry to its end (unix seconds), ramp included: what the charts over time shade."""
+
+    name: str
+    users: int
+    qps: float | None
+    warmup: bool
+    start: float
+    end: float
+
+    @property
+    def label(self) -> str:
+        target = f"{self.qps:g} QPS" if self.qps is not None else f"{self.users} users"
+        return f"{self.name} · {target}"
+
+
+def level_spans(shape: dict, run_end: float | None = None) -> list[LevelSpan]:
+    """Every entered level of a shape record with the span it held the load, warm-up included; pure. Levels never
+    entered, or without an end (an interrupted run without ``run_end``), have none."""
+    levels = shape.get("levels") or []
+    spans = []
+    for position, level in enumerate(levels):
+        started = _number(level.get("started_at"))
+        end = _level_end(levels, position, shape.get("ended_at"), run_end)
+        if started is None or end is None or end <= started:
+            continue
+        qps = None if level.get("qps") is None else float(level["qps"])
+        name = str(level.get("name", position + 1))
+        spans.append(LevelSpan(name, int(level.get("users") or 0), qps, bool(level.get("warmup")), started, end))
+    return spans
 
 
 def spawn_seconds(change: int, spawn_rate: float | None) -> float:

@@ -1,10 +1,16 @@
-"""Writers for the comparison: Markdown, CSV, and one self-contained HTML page (inline SVG, no network)."""
+"""Writers for the comparison: Markdown, CSV, and one self-contained HTML page (inline SVG, no network).
+
+The page is a list of ``Section``s: the ones that answer the run's question first (``lead_sections``, then the
+answer ``analysis.report_sections`` chooses for the kind of run), the details and charts after them.
+"""
 
 from __future__ import annotations
 
 import html
 import math
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -87,14 +93,15 @@ def write_markdown(table: pd.DataFrame, notes: list[str], path: Path, title: str
     path.write_text("\n\n".join(part for part in parts if part) + "\n", encoding="utf-8")
 
 
-def html_table(table: pd.DataFrame) -> str:
+def html_table(table: pd.DataFrame, decimals: dict[str, int] | None = None) -> str:
+    """An HTML table, numbers right-aligned; ``decimals`` overrides the decimals per column."""
     head = "".join(f"<th>{html.escape(str(column))}</th>" for column in table.columns)
     body = []
     for _, row in table.iterrows():
         cells = []
         for column in table.columns:
             css = ' class="num"' if _is_numeric(table, column) else ""
-            cells.append(f"<td{css}>{html.escape(format_cell(column, row[column]))}</td>")
+            cells.append(f"<td{css}>{html.escape(format_cell(column, row[column], decimals))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
 
@@ -122,40 +129,73 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 1.5em 0; }
 figure svg { max-width: 100%; height: auto; }
 .notes li { margin: 0.2em 0; }
+.wide { overflow-x: auto; }
+.answer { font-size: 1.1em; font-weight: 600; }
+.failed { color: #b00020; }
+nav.contents { margin: 1em 0; line-height: 1.8; }
+section { margin-bottom: 2em; }
 """
 
 
-def write_html(
-    table: pd.DataFrame, errors: pd.DataFrame, notes: list[str], charts: dict[str, Path], path: Path, title: str
-) -> None:
-    """One page with the table, notes, error distribution and the charts inlined as SVG."""
+@dataclass(frozen=True)
+class Section:
+    """One part of report.html: a heading, an anchor for the contents and links, and its body as HTML fragments."""
+
+    title: str
+    body: tuple[str, ...]
+    anchor: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.anchor or re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-") or "section"
+
+    def html(self) -> str:
+        heading = f"<h2>{html.escape(self.title)}</h2>"
+        return "\n".join([f'<section id="{html.escape(self.id)}">', heading, *self.body, "</section>"])
+
+
+def paragraphs(lines: Sequence[str], css: str = "") -> list[str]:
+    """Each line as a paragraph of escaped text."""
+    attribute = f' class="{css}"' if css else ""
+    return [f"<p{attribute}>{html.escape(line)}</p>" for line in lines]
+
+
+def notes_list(notes: Sequence[str]) -> list[str]:
+    return ['<ul class="notes">', *(f"<li>{html.escape(note)}</li>" for note in notes), "</ul>"] if notes else []
+
+
+def table_section(
+    title: str,
+    table: pd.DataFrame,
+    notes: Sequence[str] = (),
+    decimals: dict[str, int] | None = None,
+    intro: Sequence[str] = (),
+    anchor: str = "",
+) -> Section:
+    """A table with a line or two of text above it and its notes below."""
+    body = [*paragraphs(intro), '<div class="wide">', html_table(table, decimals), "</div>", *notes_list(notes)]
+    return Section(title, tuple(body), anchor)
+
+
+def figure_section(caption: str, svg: Path, anchor: str = "") -> Section:
+    """A chart, its SVG file inlined."""
+    return Section(caption, ("<figure>", inline_svg(svg), "</figure>"), anchor)
+
+
+def write_html(path: Path, title: str, sections: Sequence[Section], lead_sections: Sequence[Section] = ()) -> None:
+    """One page: ``lead_sections`` first (a verdict that answers the question the runs were made for), then
+    ``sections`` in their order, with the contents linking to each."""
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        '<head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title>",
-        f"<style>{_STYLE}</style>",
-        "</head>",
-        "<body>",
+    ordered = [*lead_sections, *sections]
+    contents = " · ".join(f'<a href="#{html.escape(s.id)}">{html.escape(s.title)}</a>' for s in ordered)
+    body = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p>Generated {generated}. Latencies in milliseconds; source <em>exact</em> = the tool's HDR histograms, "
         "<em>locust</em> = Locust's CSV (whole milliseconds).</p>",
-        "<h2>Comparison</h2>",
-        html_table(table),
+        f'<nav class="contents">{contents}</nav>',
+        *(section.html() for section in ordered),
     ]
-    if notes:
-        parts += ['<ul class="notes">', *(f"<li>{html.escape(note)}</li>" for note in notes), "</ul>"]
-    parts += ["<h2>Errors</h2>", html_table(errors) if len(errors) else "<p>No failures.</p>"]
-    for caption, svg_path in charts.items():
-        parts += [
-            f"<h2>{html.escape(caption)}</h2>",
-            "<figure>",
-            inline_svg(svg_path),
-            "</figure>",
-        ]
-    parts += ["</body>", "</html>"]
-    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    path.write_text(html_page(title, body), encoding="utf-8")
 
 
 def html_page(title: str, body: list[str]) -> str:

@@ -1,6 +1,7 @@
 """Results per level of a real scaled step run: each level's row is its own window of the exact files, its verdict
 the gate and the keep-up rule on that row's figures, and the capacity lies below the first breach. Which levels fail
-depends on the machine; that each verdict follows from its own figures does not."""
+depends on the machine; that each verdict follows from its own figures does not. report.html lists the same levels
+first."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import math
 import pytest
 from checks import assert_no_traceback, read_hlog
 from support import read_csv_rows, run_analysis, run_locust
+from unit.test_report import rows as report_rows
+from unit.test_report import sections
 
 from etcd_users import hdr
 from etcd_users.analysis.client import ADVICE
@@ -110,3 +113,13 @@ def test_a_step_run_is_judged_level_by_level_on_each_levels_own_seconds(etcd1, t
     else:
         assert lines[-1] == document["summary"] and ADVICE not in lines
     assert document["summary"].startswith("capacity: ")
+
+    # report.html opens with that answer: the capacity sentence and a row per level with the level's own QPS
+    capacity, *_ = sections(out / "report.html")
+    assert capacity["title"] == "Capacity" and capacity["paragraphs"][0] == document["summary"]
+    shown = report_rows(capacity["tables"][0])
+    assert [row["level"] for row in shown] == list(rows)
+    for row in shown:
+        achieved = rows[row["level"]]["achieved_qps"]
+        assert row["achieved_qps"] == ("" if achieved is None else f"{achieved:.1f}"), row
+        assert row["verdict"] == rows[row["level"]]["verdict"], row

@@ -152,7 +152,8 @@ def test_cli_table_csv_markdown_html_and_chart(runs: Path, tmp_path: Path) -> No
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<th>fsync P99 (ms)</th><th>leader changes</th><th>RSS growth (MB)</th><th>db growth (MB)</th>" in page
     assert '<td class="num">20.000</td><td class="num">2</td><td class="num">15.0</td><td class="num">2.1</td>' in page
-    assert page.count("<svg") == 4 and "http://" not in page.replace("http://127.0.0.1", "")
+    # four charts over time and bars, and one_member's chart per level (it has a shape record)
+    assert page.count("<svg") == 5 and "http://" not in page.replace("http://127.0.0.1", "")
 
     assert (out / "server_metrics.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     root = ElementTree.parse(out / "server_metrics.svg").getroot()
