@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support import HEADLESS, run_analysis, run_locust
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SECONDS = 6
 
