@@ -25,6 +25,7 @@ SUFFIXES = {
     "client_cpu": "_client_cpu.csv",
     "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
     "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
+    "summary": "_summary.json",  # etcd_users.reporting.summary: the run in one file, written at its end
 }
 
 # The name of the all-requests row, in Locust's CSVs and in ours.
@@ -159,6 +160,11 @@ DISRUPTIONS_SCHEMA_VERSION = 1
 DISRUPTION_WINDOW_KEYS = (
     *("item", "action", "members", "requested_at", "started_at", "finished_at", "ok", "result", "error"),
 )
+
+# -- the run in one file, PREFIX_summary.json (etcd_users.reporting.summary writes it, the analysis reads it) --
+
+# Its "schema" key; a reader refuses any other version.
+SUMMARY_SCHEMA_VERSION = 1
 
 # -- the load shape's record (etcd_users.shapes.record) --
 

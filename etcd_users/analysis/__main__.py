@@ -1,5 +1,6 @@
 """Command line: ``python -m analysis`` compares runs (and tabulates each level of a load shape's run, see
-``analysis.levels``), ``summary`` prints etcd's benchmark report, ``errors`` prints the error distribution, ``suite``
+``analysis.levels``), ``compare`` tells a regression from noise between a baseline and a candidate (exit status 3 for
+a regression), ``summary`` prints etcd's benchmark report, ``errors`` prints the error distribution, ``suite``
 tabulates a benchmark suite's repeats, ``memory`` fits etcd's memory model to the members' RSS. Input problems end
 with one line on stderr and exit status 2."""
 
@@ -18,9 +19,16 @@ from etcd_users.analysis.audit import measure as measure_audits
 from etcd_users.analysis.benchmark_report import summary
 from etcd_users.analysis.breach import capture_lines
 from etcd_users.analysis.client import ADVICE, add_client_columns
+from etcd_users.analysis.compare import BASELINE, CANDIDATE, compare, load_side
+from etcd_users.analysis.compare_report import text as compare_text
+from etcd_users.analysis.compare_report import write_csv as write_compare_csv
+from etcd_users.analysis.compare_report import write_json as write_compare_json
+from etcd_users.analysis.compare_report import write_junit, write_report_section
+from etcd_users.analysis.compare_report import write_markdown as write_compare_markdown
 from etcd_users.analysis.disruptions import DECIMALS as DISRUPTION_DECIMALS
 from etcd_users.analysis.disruptions import NOTES as DISRUPTION_NOTES
 from etcd_users.analysis.disruptions import measure as measure_disruptions
+from etcd_users.analysis.fairness import parse_changed, unfair_lines, unknown_changed
 from etcd_users.analysis.levels import CSV_DECIMALS as LEVEL_CSV_DECIMALS
 from etcd_users.analysis.levels import DISPLAY_DECIMALS as LEVEL_DISPLAY_DECIMALS
 from etcd_users.analysis.levels import advice as levels_advice
@@ -38,6 +46,7 @@ from etcd_users.analysis.suite import METRIC_KEYS, measure_suite, parse_metrics
 from etcd_users.analysis.suite import markdown as suite_markdown
 from etcd_users.analysis.suite import write_files as write_suite_files
 from etcd_users.analysis.tables import comparison_table, errors_table
+from etcd_users.analysis.tolerance import ToleranceError, defaults_text, parse_tolerances
 from etcd_users.files import INTENDED, SERVICE
 
 PROG = "python -m analysis"
@@ -78,7 +87,8 @@ def compare_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Compare load-test runs of etcd by QPS, P50/P90/P99/P99.9 and errors. "
-        f"Other commands: '{PROG} summary PREFIX' (etcd benchmark report), '{PROG} errors PREFIX...', "
+        f"Other commands: '{PROG} compare BASELINE CANDIDATE' (a regression or noise?), "
+        f"'{PROG} summary PREFIX' (etcd benchmark report), '{PROG} errors PREFIX...', "
         f"'{PROG} suite DIR' (a benchmark suite's table), '{PROG} memory PREFIX...' (etcd's memory model).",
         epilog="QPS = requests / measured duration: from the start of the first to the end of the last second with "
         "requests in the run's history, after the warm-up cut. A run with PREFIX_etcd_metrics.csv adds the server "
@@ -99,6 +109,77 @@ def compare_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sla", metavar="GATES", help=SLA_HELP)
     _add_common(parser)
     return parser
+
+
+COMPARE_DESCRIPTION = (
+    "Before and after a change: per request name (per level of a shape's run, per combination of a suite) and per "
+    "metric (QPS, P50, P99, P99.9, error rate), the baseline's and the candidate's figures, the difference, its 95 %% "
+    "interval from the data (Welch's t over repeats when both sides have two or more, else a seeded moving-block "
+    "bootstrap over the runs' seconds and their exact HDR histograms) and a verdict: worse when the whole interval "
+    "lies beyond the tolerance on the bad side, better when beyond it on the good side, else same. Exit status 3 "
+    "when a row is worse, 2 for bad input, 0 otherwise."
+)
+SIDE_HELP = (
+    "a run prefix (what was passed to locust --csv), its repeats comma-separated (out/a1,out/a2) or as a quoted "
+    "glob ('out/a-*'), or a suite directory (with suite.json)"
+)
+
+
+def compare_runs_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"{PROG} compare", description=COMPARE_DESCRIPTION)
+    parser.add_argument("baseline", metavar="BASELINE", help=SIDE_HELP)
+    parser.add_argument("candidate", metavar="CANDIDATE", help=SIDE_HELP)
+    parser.add_argument(
+        "--max-regress",
+        metavar="TOLERANCES",
+        help="how much worse a figure may get, e.g. 'p99:+15%%,qps:-10%%,errors:+0.1pp' (metrics qps, p50, p99, "
+        f"p99.9, errors; the others keep their default); default {defaults_text().replace('%', '%%')}",
+    )
+    parser.add_argument(
+        "--changed",
+        metavar="OPTIONS",
+        help="comma-separated options or facts that differ on purpose, e.g. etcd-val-size,etcd_version: no unfair "
+        "line for them (facts: cluster_size, etcd_version, cores, processes, workers, python, locust, grpcio)",
+    )
+    parser.add_argument("--names", help="comma-separated request names to compare, e.g. put,range/serializable")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write compare.md, .csv, .json, .xml and report.html")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="the JUnit file (default DIR/compare.xml)")
+    _add_common(parser)
+    return parser
+
+
+def run_compare_runs(args: argparse.Namespace) -> int:
+    try:
+        tolerances = parse_tolerances(args.max_regress)
+    except ToleranceError as error:
+        raise AnalysisError(str(error)) from None
+    baseline, candidate = load_side(args.baseline, BASELINE), load_side(args.candidate, CANDIDATE)
+    comparison = compare(baseline, candidate, tolerances, _split(args.names), args.warmup, args.series)
+    changed = parse_changed(args.changed)
+    unfair = unfair_lines(baseline.runs, candidate.runs, changed)
+    unknown = unknown_changed(baseline.runs, candidate.runs, changed)
+    if unknown:
+        comparison.notes.append(f"--changed names what no summary knows: {', '.join(unknown)}.")
+    exit_code = 3 if comparison.worse else 0
+    print(compare_text(comparison, unfair))
+    written = []
+    try:
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            write_compare_markdown(comparison, unfair, args.out / "compare.md")
+            write_compare_csv(comparison, args.out / "compare.csv")
+            write_compare_json(comparison, unfair, exit_code, args.out / "compare.json")
+            write_report_section(comparison, unfair, args.out / "report.html")
+            written += [str(args.out / name) for name in ("compare.md", "compare.csv", "compare.json", "report.html")]
+        junit = args.junit or (args.out / "compare.xml" if args.out else None)
+        if junit:
+            write_junit(comparison, junit)
+            written.append(str(junit))
+    except OSError as error:
+        raise AnalysisError(f"cannot write the comparison's files: {error}") from None
+    if written:
+        print(f"wrote {', '.join(written)}", file=sys.stderr)
+    return exit_code
 
 
 def summary_parser() -> argparse.ArgumentParser:
@@ -335,6 +416,7 @@ def run_memory(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = {
+        "compare": (compare_runs_parser, run_compare_runs),
         "summary": (summary_parser, run_summary),
         "errors": (errors_parser, run_errors),
         "suite": (suite_parser, run_suite),

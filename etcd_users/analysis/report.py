@@ -203,3 +203,23 @@ def html_page(title: str, body: list[str]) -> str:
     head = ["<!DOCTYPE html>", '<html lang="en">', '<head><meta charset="utf-8">']
     head += [f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>"]
     return "\n".join([*head, *body, "</body>", "</html>"]) + "\n"
+
+
+def insert_section(path: Path, key: str, section: str, title: str) -> None:
+    """Put ``section`` first under the page's heading, between markers named ``key`` (written again, a previous one
+    replaced); a page of its own when ``path`` does not exist yet."""
+    start, end = f"<!-- {key} -->", f"<!-- /{key} -->"
+    block = f"{start}\n{section}\n{end}"
+    if not path.is_file():
+        path.write_text(html_page(title, [f"<h1>{html.escape(title)}</h1>", block]), encoding="utf-8")
+        return
+    page = path.read_text(encoding="utf-8")
+    if start in page and end in page:
+        page = page[: page.index(start)] + block + page[page.index(end) + len(end) :]
+    elif "</h1>" in page:
+        at = page.index("</h1>") + len("</h1>")
+        page = page[:at] + "\n" + block + page[at:]
+    else:
+        at = page.index("<body>") + len("<body>") if "<body>" in page else 0
+        page = page[:at] + "\n" + block + page[at:]
+    path.write_text(page, encoding="utf-8")

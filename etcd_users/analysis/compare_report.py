@@ -1,0 +1,172 @@
+"""The comparison's outputs: the printed table, compare.md (a pull-request comment or ``$GITHUB_STEP_SUMMARY``),
+compare.csv, compare.json, a JUnit file (a testcase per row, a failure per ``worse``) and its section of report.html.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pandas as pd
+
+from etcd_users.analysis.compare import WORSE, Comparison, Row, method_notes
+from etcd_users.analysis.report import html_table, insert_section, markdown_notes, markdown_table
+from etcd_users.analysis.tolerance import tolerance_text
+
+TITLE = "etcd before and after"
+SCHEMA = 1
+VALUE_DECIMALS = {"QPS": 1, "P50 (ms)": 3, "P99 (ms)": 3, "P99.9 (ms)": 3, "error %": 3}
+
+
+def _value(row: Row, value: float | None) -> str:
+    return "" if value is None else f"{value:.{VALUE_DECIMALS[row.metric.title]}f}"
+
+
+def _change(row: Row, value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:+.1f}%" if row.metric.unit == "%" else f"{value:+.3f} pp"
+
+
+def display_table(comparison: Comparison) -> pd.DataFrame:
+    """The verdict table as text, the cell and level columns only when a side has them."""
+    rows = []
+    for row in comparison.rows:
+        interval = f"[{_change(row, row.low)}, {_change(row, row.high)}]" if row.low is not None else ""
+        rows.append(
+            {
+                "cell": row.cell,
+                "level": row.level,
+                "name": row.name,
+                "metric": row.metric.title.replace(" (ms)", " ms"),
+                "baseline": _value(row, row.baseline),
+                "candidate": _value(row, row.candidate),
+                "difference": _change(row, row.difference),
+                "95% interval": interval,
+                "tolerance": tolerance_text(row.metric, row.tolerance),
+                "verdict": row.verdict.upper() if row.verdict == WORSE else row.verdict,
+            }
+        )
+    table = pd.DataFrame(rows)
+    for column in ("cell", "level"):
+        if not table[column].astype(bool).any():
+            table = table.drop(columns=column)
+    return table
+
+
+def sizes_note(comparison: Comparison) -> str:
+    sizes = {(row.method, row.sizes) for row in comparison.rows}
+    parts = [f"{method} {baseline} vs {candidate}" for method, (baseline, candidate) in sorted(sizes)]
+    return "compared: " + "; ".join(parts) + " (baseline vs candidate)."
+
+
+def all_notes(comparison: Comparison) -> list[str]:
+    return [*method_notes(comparison), sizes_note(comparison), *comparison.notes]
+
+
+def summary_line(comparison: Comparison) -> str:
+    worse = comparison.worse
+    if not worse:
+        return f"No regression: {len(comparison.rows)} row(s) compared, none worse."
+    named = ", ".join(f"{_where(row)} {row.metric.key}" for row in worse[:5]) + (" …" if len(worse) > 5 else "")
+    return f"REGRESSION: {len(worse)} of {len(comparison.rows)} row(s) worse ({named})."
+
+
+def _where(row: Row) -> str:
+    return "/".join(part for part in (row.cell, row.level, row.name) if part)
+
+
+def text(comparison: Comparison, unfair: list[str]) -> str:
+    """What is printed: the unfair lines first, the table, the notes, the verdict line."""
+    parts = ["\n".join(unfair)] if unfair else []
+    parts += [markdown_table(display_table(comparison)), markdown_notes(all_notes(comparison))]
+    parts.append(summary_line(comparison))
+    return "\n\n".join(parts)
+
+
+def write_markdown(comparison: Comparison, unfair: list[str], path: Path) -> None:
+    sides = f"Baseline `{comparison.baseline.spec}`, candidate `{comparison.candidate.spec}`."
+    path.write_text(f"# {TITLE}\n\n{sides}\n\n{text(comparison, unfair)}\n", encoding="utf-8")
+
+
+def numeric_rows(comparison: Comparison) -> list[dict]:
+    return [
+        {
+            "cell": row.cell,
+            "level": row.level,
+            "name": row.name,
+            "metric": row.metric.key,
+            "unit": row.metric.unit,
+            "baseline": row.baseline,
+            "candidate": row.candidate,
+            "difference": row.difference,
+            "low": row.low,
+            "high": row.high,
+            "tolerance": row.tolerance,
+            "verdict": row.verdict,
+            "method": row.method,
+            "baseline_n": row.sizes[0],
+            "candidate_n": row.sizes[1],
+        }
+        for row in comparison.rows
+    ]
+
+
+def write_csv(comparison: Comparison, path: Path) -> None:
+    pd.DataFrame(numeric_rows(comparison)).to_csv(path, index=False, float_format="%.6g")
+
+
+def write_json(comparison: Comparison, unfair: list[str], exit_code: int, path: Path) -> None:
+    document = {
+        "schema": SCHEMA,
+        "baseline": comparison.baseline.spec,
+        "candidate": comparison.candidate.spec,
+        "unfair": unfair,
+        "rows": numeric_rows(comparison),
+        "notes": all_notes(comparison),
+        "worse": len(comparison.worse),
+        "exit_code": exit_code,
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def write_junit(comparison: Comparison, path: Path) -> None:
+    """A testsuite with a testcase per row; a ``worse`` row is a failure, an ``n/a`` row is skipped."""
+    suite = ElementTree.Element(
+        "testsuite", name="etcd compare", tests=str(len(comparison.rows)), failures=str(len(comparison.worse))
+    )
+    for row in comparison.rows:
+        case = ElementTree.SubElement(
+            suite,
+            "testcase",
+            classname=".".join(["compare", *(part for part in (row.cell, row.level) if part)]),
+            name=f"{row.name} {row.metric.key}",
+        )
+        detail = (
+            f"{row.metric.key}: baseline {_value(row, row.baseline)}, candidate {_value(row, row.candidate)}, "
+            f"difference {_change(row, row.difference)} [{_change(row, row.low)}, {_change(row, row.high)}], "
+            f"tolerance {tolerance_text(row.metric, row.tolerance)}"
+        )
+        if row.verdict == WORSE:
+            ElementTree.SubElement(case, "failure", message=f"worse: {detail}", type="regression")
+        elif row.verdict not in ("same", "better"):
+            ElementTree.SubElement(case, "skipped", message=f"not measured: {detail}")
+        else:
+            ElementTree.SubElement(case, "system-out").text = f"{row.verdict}: {detail}"
+    root = ElementTree.Element("testsuites")
+    root.append(suite)
+    ElementTree.indent(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def write_report_section(comparison: Comparison, unfair: list[str], path: Path) -> None:
+    """The comparison's section at the top of report.html (a page of its own when there is none yet)."""
+    body = [f"<h2>{html.escape(TITLE)}</h2>", f"<p><strong>{html.escape(summary_line(comparison))}</strong></p>"]
+    if unfair:
+        body += ["<ul>", *(f"<li>{html.escape(line)}</li>" for line in unfair), "</ul>"]
+    body.append(html_table(display_table(comparison)))
+    body += ['<ul class="notes">', *(f"<li>{html.escape(note)}</li>" for note in all_notes(comparison)), "</ul>"]
+    insert_section(path, "compare", "\n".join(body), TITLE)

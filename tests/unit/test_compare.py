@@ -1,0 +1,260 @@
+"""``python -m analysis compare``: the statistics, the --max-regress grammar, the unfair lines, the files.
+
+Runs are written with etcd_users.latency's own writer: 20 seconds of 500 requests each, latencies drawn from a
+log-normal around 1 ms (seeded), so that two runs drawn alike differ only by noise and a run drawn with every
+latency doubled is a known regression of P50 and P99 by +100 %.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support import assert_one_line_error
+from support import run_analysis as cli
+
+from etcd_users import hdr
+from etcd_users.analysis.compare import BASELINE, CANDIDATE, compare, load_side, verdict
+from etcd_users.analysis.fairness import facts, parse_changed, unfair_lines
+from etcd_users.analysis.load import load_run
+from etcd_users.analysis.resampling import LatencyCounts, block_weights, generator, welch_interval
+from etcd_users.analysis.tolerance import BY_KEY, ToleranceError, parse_tolerances
+from etcd_users.files import SERVICE, SUMMARY_SCHEMA_VERSION
+from etcd_users.latency.store import SealedInterval, summary_row
+from etcd_users.latency.writer import LatencyFiles
+
+T0 = 1_700_000_000
+SECONDS = 20
+PER_SECOND = 500
+KEY = ("etcd", "put", SERVICE)
+
+
+def write_run(prefix: Path, seed: int, scale: float = 1.0, failures_per_second: int = 0) -> str:
+    rng = np.random.default_rng(seed)
+    intervals, total, failed = [], None, 0
+    for second in range(SECONDS):
+        latencies_ms = scale * rng.lognormal(mean=0.0, sigma=0.5, size=PER_SECOND - failures_per_second)
+        histogram = hdr.histogram_of(latencies_ms)
+        intervals.append(SealedInterval(T0 + second, KEY, histogram, failures_per_second))
+        total = hdr.add(total, histogram)
+        failed += failures_per_second
+    files = LatencyFiles(str(prefix), T0)
+    files.append(intervals)
+    files.write_summary([summary_row(KEY, total, failed)], T0 + 0.01, T0 + SECONDS - 0.01)
+    files.close()
+    return str(prefix)
+
+
+def rows_of(comparison) -> dict[str, object]:
+    return {row.metric.key: row for row in comparison.rows}
+
+
+def compared(baseline: str, candidate: str, text: str | None = None):
+    return compare(load_side(baseline, BASELINE), load_side(candidate, CANDIDATE), parse_tolerances(text))
+
+
+# --- statistics ---------------------------------------------------------------------------------------------------
+
+
+def test_two_runs_drawn_from_one_distribution_compare_same_on_every_row(tmp_path: Path):
+    rows = rows_of(compared(write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)))
+    metrics = ("qps", "p50", "p99", "p99.9", "errors")
+    assert {key: row.verdict for key, row in rows.items()} == dict.fromkeys(metrics, "same")
+    p99 = rows["p99"]
+    assert p99.low < p99.difference < p99.high  # the observed difference lies in its interval
+    assert rows["qps"].baseline == PER_SECOND and rows["qps"].difference == 0  # seconds 1..18: the edges left out
+    assert rows["errors"].low == rows["errors"].high == 0
+
+
+def test_a_run_with_every_latency_doubled_compares_worse_by_about_100_percent(tmp_path: Path):
+    rows = rows_of(compared(write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2, scale=2.0)))
+    for key in ("p50", "p99"):
+        assert rows[key].verdict == "worse"
+        assert 80 < rows[key].difference < 120 and rows[key].low > 15
+    assert rows["qps"].verdict == "same"
+    # the other way round it is better
+    back = rows_of(compared(str(tmp_path / "b"), str(tmp_path / "a")))
+    assert back["p50"].verdict == "better"
+
+
+def test_errors_compare_in_percentage_points(tmp_path: Path):
+    rows = rows_of(compared(write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 1, failures_per_second=5)))
+    assert rows["errors"].candidate == pytest.approx(1.0) and rows["errors"].difference == pytest.approx(1.0)
+    assert rows["errors"].verdict == "worse"
+
+
+def test_the_output_is_reproducible(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    first, second = compared(a, b), compared(a, b)
+    assert [(row.low, row.high) for row in first.rows] == [(row.low, row.high) for row in second.rows]
+
+
+def test_repeats_use_welch_over_the_repeats_figures(tmp_path: Path):
+    for index in range(3):
+        write_run(tmp_path / f"base-{index}", 10 + index)
+        write_run(tmp_path / f"cand-{index}", 20 + index, scale=1.5)
+    comparison = compared(str(tmp_path / "base-*"), ",".join(str(tmp_path / f"cand-{i}") for i in range(3)))
+    rows = rows_of(comparison)
+    assert rows["p50"].method == "repeats" and rows["p50"].sizes == (3, 3)
+    assert rows["p50"].verdict == "worse" and 40 < rows["p50"].difference < 60
+
+
+def test_welch_interval_on_known_numbers():
+    difference, low, high = welch_interval([10, 12, 14], [20, 22, 24])
+    # means 12 and 22, each variance 4/3, df = 4: t = 2.776, half-width 2.776 * sqrt(8/3)
+    assert difference == 10 and high - difference == pytest.approx(2.776 * (8 / 3) ** 0.5)
+    assert welch_interval([1, 1], [3, 3]) == (2, 2, 2)
+
+
+def test_block_weights_keep_each_runs_seconds_and_draw_contiguous_blocks():
+    weights = block_weights([10, 5], generator("test"), replicates=200)
+    assert weights.shape == (200, 15)
+    assert (weights[:, :10].sum(axis=1) == 10).all() and (weights[:, 10:].sum(axis=1) == 5).all()
+
+
+def test_percentiles_of_merged_seconds_are_hdrhistograms_own():
+    rng = np.random.default_rng(3)
+    histograms = [hdr.histogram_of(rng.lognormal(size=300)) for _ in range(4)]
+    counts = LatencyCounts(histograms)
+    merged = hdr.merge(histograms)
+    expected = [value / 1000 for value in hdr.percentiles_us(merged, [50, 99, 99.9])]
+    assert counts.percentiles_ms(np.ones(4), [50, 99, 99.9])[0].tolist() == expected
+
+
+def test_verdicts_need_the_whole_interval_beyond_the_tolerance():
+    p99, qps = BY_KEY["p99"], BY_KEY["qps"]
+    assert verdict(p99, 16, 40, 15) == "worse"
+    assert verdict(p99, 14, 40, 15) == "same"  # could be within the tolerance
+    assert verdict(p99, -40, -16, 15) == "better"
+    assert verdict(qps, -30, -11, 10) == "worse" and verdict(qps, -30, -9, 10) == "same"
+    assert verdict(p99, None, None, 15) == "n/a"
+
+
+# --- --max-regress ------------------------------------------------------------------------------------------------
+
+
+def test_max_regress_overrides_the_given_metrics_only():
+    tolerances = parse_tolerances("p99:+20%, qps:-5%,errors:+0.5pp")
+    assert tolerances == {"qps": 5.0, "p50": 15.0, "p99": 20.0, "p99.9": 25.0, "errors": 0.5}
+    assert parse_tolerances("p99.9:30%")["p99.9"] == 30.0  # the sign may be left out
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("p99", "is not METRIC:CHANGE"),
+        ("p98:+15%", "unknown metric 'p98'"),
+        ("p99:-15%", "p99 gets worse going up; write p99:+15%"),
+        ("qps:+10%", "qps gets worse going down; write qps:-10%"),
+        ("errors:+1%", "errors takes pp"),
+        ("p99:+15pp", "p99 takes %"),
+        ("p99:+15%,p99:+20%", "p99 is given twice"),
+        ("p99:+nan%", "is not METRIC:CHANGE"),
+        ("", "is empty"),
+    ],
+)
+def test_max_regress_refuses_bad_items_in_one_line(text: str, fragment: str):
+    with pytest.raises(ToleranceError, match=None) as raised:
+        parse_tolerances(text)
+    assert fragment in str(raised.value) and "--max-regress" in str(raised.value)
+
+
+# --- unfair comparisons ------------------------------------------------------------------------------------------
+
+
+def summary(**changes) -> dict:
+    options = {"num_users": 16, "spawn_rate": 16, "etcd_key_size": 8, "etcd_val_size": 256, "csv_prefix": "x"}
+    document = {
+        "schema": SUMMARY_SCHEMA_VERSION,
+        "options": options | changes.get("options", {}),
+        "environment": {
+            "cluster": {"size": changes.get("size", 1), "members": [{"version": changes.get("version", "3.5.1")}]},
+            "load": {"cores": 2, "processes": 1, "workers": 0, "python": "3.11.7", "locust": "2.47.0"},
+        },
+    }
+    return document
+
+
+def test_unfair_lines_name_every_difference_but_the_changed_ones(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    Path(a + "_summary.json").write_text(json.dumps(summary()))
+    Path(b + "_summary.json").write_text(
+        json.dumps(summary(options={"etcd_key_size": 64, "etcd_val_size": 1024, "csv_prefix": "y"}, version="3.5.9"))
+    )
+    lines = unfair_lines([load_run(a)], [load_run(b)], parse_changed("--etcd-val-size"))
+    assert lines == [
+        "unfair: etcd_key_size differs: baseline 8, candidate 64 (not in --changed).",
+        "unfair: etcd_version differs: baseline 3.5.1, candidate 3.5.9 (not in --changed).",
+    ]
+    assert unfair_lines([load_run(a)], [load_run(b)], parse_changed("etcd_key_size,value-size,etcd-version")) == []
+    assert "csv_prefix" not in facts(summary())  # where the files went is no difference
+
+
+def test_a_run_without_summary_says_the_fairness_could_not_be_checked(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    Path(a + "_summary.json").write_text(json.dumps(summary()))
+    (line,) = unfair_lines([load_run(a)], [load_run(b)], set())
+    assert line.startswith("fairness not checked: candidate run b has no b_summary.json")
+    assert "b_latency.hlog" in line
+
+
+def test_a_summary_of_another_schema_is_refused(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    Path(a + "_summary.json").write_text(json.dumps({"schema": 99}))
+    result = cli("compare", a, b)
+    assert_one_line_error(result, "a_summary.json has summary schema 99; this reader knows 1")
+
+
+# --- the command --------------------------------------------------------------------------------------------------
+
+
+def test_the_command_prints_the_unfair_lines_first_and_exits_3_on_a_regression(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2, scale=2.0)
+    Path(a + "_summary.json").write_text(json.dumps(summary()))
+    Path(b + "_summary.json").write_text(json.dumps(summary(options={"etcd_key_size": 64})))
+    out = tmp_path / "out"
+    result = cli("compare", a, b, "--out", out)
+    assert result.returncode == 3, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first == "unfair: etcd_key_size differs: baseline 8, candidate 64 (not in --changed)."
+    assert "REGRESSION" in result.stdout.splitlines()[-1]
+    document = json.loads((out / "compare.json").read_text())
+    assert document["exit_code"] == 3 and document["unfair"][0].startswith("unfair: etcd_key_size")
+    markdown = (out / "compare.md").read_text()
+    assert markdown.index("unfair:") < markdown.index("| name |")
+    suite = ElementTree.parse(out / "compare.xml").getroot().find("testsuite")
+    assert suite.get("tests") == "5" and int(suite.get("failures")) >= 2
+    assert "etcd before and after" in (out / "report.html").read_text()
+    assert (out / "compare.csv").read_text().startswith("cell,level,name,metric")
+
+
+def test_the_section_goes_first_into_an_existing_report(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    out = tmp_path / "out"
+    assert cli(a, b, "--out", out).returncode == 0  # the side-by-side report
+    assert cli("compare", a, b, "--out", out).returncode == 0
+    assert cli("compare", a, b, "--out", out).returncode == 0  # written again, not twice
+    page = (out / "report.html").read_text()
+    assert page.count("etcd before and after</h2>") == 1
+    assert page.index("etcd before and after") < page.index("<h2>Comparison</h2>")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        (("--max-regress", "p99:-5%"), "--max-regress: 'p99:-5%': p99 gets worse going up"),
+        (("--names", "nothing"), "no request name in common between the two sides among nothing"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, arguments, fragment: str):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    assert_one_line_error(cli("compare", a, b, *arguments), fragment)
+
+
+def test_a_side_that_matches_no_run_is_one_line(tmp_path: Path):
+    a = write_run(tmp_path / "a", 1)
+    assert_one_line_error(cli("compare", a, str(tmp_path / "none-*")), "candidate", "matches no run")
+    assert_one_line_error(cli("compare", a, str(tmp_path / "missing")), "no run found at prefix")
