@@ -25,6 +25,7 @@ from etcd_users.settings.gates import (
     GateSettings,
     SlaError,
     disruption_gates,
+    member_gates,
     parse_gate,
     parse_gates,
     parse_junit_path,
@@ -77,6 +78,7 @@ __all__ = [
     "parse_gates",
     "request_gates",
     "disruption_gates",
+    "member_gates",
     "parse_prefix",
     "settings_from_options",
 ]

@@ -42,6 +42,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
         settings.check_keys()
         _check_request_sizes(settings)
         _check_disruption_gates(settings)
+        _check_member_gates(settings)
         return settings.with_credentials()
 
 
@@ -62,6 +63,16 @@ def _check_disruption_gates(settings: EtcdSettings) -> None:
         raise SettingsError(
             f"--etcd-sla: {shown(gate.text)} judges each disruption, and --etcd-disrupt schedules none; add one such "
             "as --etcd-disrupt defrag:leader@60s, or drop the gate"
+        )
+
+
+def _check_member_gates(settings: EtcdSettings) -> None:
+    """A ``member:`` gate reads the members' /metrics as polled during the run: without polling it has nothing."""
+    gate = next((gate for gate in settings.gates.sla if gate.member), None)
+    if gate is not None and settings.monitoring.metrics_interval <= 0:
+        raise SettingsError(
+            f"--etcd-sla: {shown(gate.text)} judges the members' /metrics, and --etcd-metrics-interval 0 polls none; "
+            "give an interval such as --etcd-metrics-interval 5, or drop the gate"
         )
 
 
