@@ -43,7 +43,7 @@ class Figure(NamedTuple):
     member: str | None  # the worst member's endpoint; None without a value
 
     def to_dict(self) -> dict:
-        return {"value": self.value, "member": self.member}
+        return {"value": None if self.value is None else round(self.value, 3), "member": self.member}
 
 
 class MemberFigures(NamedTuple):
