@@ -11,6 +11,7 @@ from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
+from etcd_users.settings.summary import SummarySettings
 from etcd_users.settings.workload import WorkloadSettings
 
 # each further put of a txn adds this much to etcd's raft entry
@@ -26,6 +27,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
     exporter: ExporterSettings
     k8s: KubeSettings
     disruptions: DisruptionSettings
+    summary: SummarySettings
 
     @classmethod
     def build(cls, values, namespace, **context):
@@ -38,6 +40,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
                 namespace, prefix=values["prefix"], max_request_bytes=values["max_request_bytes"]
             ),
             disruptions=DisruptionSettings.from_options(namespace),
+            summary=SummarySettings.from_options(namespace),
         )
         settings.check_keys()
         _check_request_sizes(settings)

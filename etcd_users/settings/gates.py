@@ -249,18 +249,22 @@ NAME_MAX_BYTES = 255  # the longest file name Linux file systems take
 def parse_junit_path(path: str) -> str:
     """A file path for the JUnit report; whether its directory is writable is checked on the master at start-up
     (``reporting.junit.check_path``), not here: a worker's file system is not the master's."""
+    return parse_report_path("--etcd-junit", path, "reports/junit.xml")
+
+
+def parse_report_path(flag: str, path: str, example: str) -> str:
+    """A file path a report is written to at the end of the run, or empty; ``example`` shows the form."""
     if not path:
         return path
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if path.endswith("/") or name in ("", ".", ".."):
         raise SettingsError(
-            f"--etcd-junit: {shown(path, SHOWN_PATH_CHARACTERS)} names a directory; give a file path such as "
-            "reports/junit.xml"
+            f"{flag}: {shown(path, SHOWN_PATH_CHARACTERS)} names a directory; give a file path such as {example}"
         )
     if any(len(part.encode(errors="surrogateescape")) > NAME_MAX_BYTES for part in path.split("/")):
         raise SettingsError(
-            f"--etcd-junit: {shown(path, SHOWN_PATH_CHARACTERS)} has a name longer than {NAME_MAX_BYTES} bytes, which "
-            "no file system takes; give a file path such as reports/junit.xml"
+            f"{flag}: {shown(path, SHOWN_PATH_CHARACTERS)} has a name longer than {NAME_MAX_BYTES} bytes, which "
+            f"no file system takes; give a file path such as {example}"
         )
     return path
 

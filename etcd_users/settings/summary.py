@@ -2,18 +2,14 @@
 
 from dataclasses import dataclass
 
-from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
-from etcd_users.settings.declare import OptionGroup, SettingsError, option
+from etcd_users.settings.declare import OptionGroup, option
+from etcd_users.settings.gates import parse_report_path
 
 
 def _perfdash(flag: str, path: str) -> str:
-    """A file path; whether its directory is writable is checked on the master at start-up."""
-    if path and (path.endswith("/") or path.rstrip("/").rsplit("/", 1)[-1] in ("", ".", "..")):
-        raise SettingsError(
-            f"{flag}: {shown(path, SHOWN_PATH_CHARACTERS)} names a directory; give a file path such as "
-            "out/perfdash.json"
-        )
-    return path
+    """Whether its directory is writable is checked on the master at start-up: a worker's file system is not the
+    master's."""
+    return parse_report_path(flag, path, "out/perfdash.json")
 
 
 @dataclass(frozen=True, kw_only=True)
