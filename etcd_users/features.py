@@ -19,12 +19,15 @@ from etcd_users.settings import (
     KubeSettings,
     MonitoringSettings,
     OptionGroup,
+    SummarySettings,
     WorkloadSettings,
 )
 from etcd_users.shapes.options import ShapeSettings
 
 if TYPE_CHECKING:
     from etcd_users.latency.recorder import LatencyRecorder
+    from etcd_users.reporting.preflight import MemberReport
+    from etcd_users.reporting.verdicts import GateVerdicts
     from etcd_users.settings import EtcdSettings
     from etcd_users.target_cluster import TargetCluster
 
@@ -35,6 +38,10 @@ class Tool(Protocol):
     run_settings: "EtcdSettings | None"  # the master's (or single process's) settings of the current run
     target: "TargetCluster"  # the endpoints given, or the local etcd the tool started (``target.local``)
     recorder: "LatencyRecorder"  # the exact latencies
+    ran: bool  # a test started in this process (a master or single process): there is a run to judge
+    verdicts: "GateVerdicts"  # the gates' results of the run, judged at quitting
+    preflight: "list[MemberReport]"  # the members as the pre-flight found them at start-up
+    member_rows: "list[dict] | None"  # the members' polled rows of the current (or last) run; None: not polled
 
     def fail(self, message: str) -> NoReturn:
         """End the process with one line (bad input at start)."""
@@ -91,6 +98,8 @@ FEATURES = (
     Feature("disruptions", DisruptionSettings, "etcd_users.disruptions.runner:Disruptions"),
     Feature("load shapes", ShapeSettings, etcd_only=False),
     Feature("audit", AuditSettings, "etcd_users.audit.run:AuditRun"),
+    # last: it gathers what the others left (the gates, the disruptions, the audit) at quit
+    Feature("run summary", SummarySettings, "etcd_users.reporting.summary:RunSummary"),
 )
 
 

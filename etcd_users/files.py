@@ -104,7 +104,16 @@ ETCD_METRICS_COLUMNS = (
     *("FsyncP99Ms", "BackendCommitP99Ms", "GrpcRequests"),
     *("Keys", "WatchStreams", "Watchers"),
     "Error",
+    # later additions, absent from older files: the worst peer's round-trip P99 (empty on a one-member cluster),
+    # the snapshot save P99, the slow applies so far, and the cumulative buckets of each duration histogram
+    # (BUCKETS_FORMAT), from which a P99 over any span of the run is computed
+    *("PeerRttP99Ms", "SnapshotSaveP99Ms", "SlowApplies"),
+    *("FsyncBuckets", "BackendCommitBuckets", "PeerRttBuckets", "SnapshotSaveBuckets"),
 )
+# A histogram's cumulative buckets in one field: ``LE=COUNT;LE=COUNT;…`` with LE in seconds (``inf`` last);
+# PeerRttBuckets holds one histogram per peer, each bucket as ``PEER@LE=COUNT``.
+BUCKETS_FORMAT = "LE=COUNT;…"
+ETCD_METRICS_BUCKET_COLUMNS = ("FsyncBuckets", "BackendCommitBuckets", "PeerRttBuckets", "SnapshotSaveBuckets")
 # What the analysis needs of that file; the other columns are optional.
 ETCD_METRICS_REQUIRED_COLUMNS = (
     *("Timestamp", "Member", "IsLeader", "LeaderChanges", "ProposalsCommitted", "ProposalsApplied"),
@@ -149,7 +158,7 @@ REQUIRED_COLUMNS = {
 # Columns read as text; every other column of a CSV is numeric.
 TEXT_COLUMNS = frozenset(
     {"Type", "Name", "Series", "Method", "Error", "Message", "Traceback", "Nodes", "First Seen", "Last Seen"}
-    | {"Member", "GrpcRequests"}
+    | {"Member", "GrpcRequests", *ETCD_METRICS_BUCKET_COLUMNS}
     | {"Process"}
 )
 
@@ -165,6 +174,21 @@ DISRUPTION_WINDOW_KEYS = (
 
 # Its "schema" key; a reader refuses any other version.
 SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_KEYS = (
+    *("schema", "started_at", "ended_at", "duration_s", "options", "environment", "requests", "gates"),
+    *("levels", "capacity", "disruptions", "audit", "members"),
+)
+# each of its "requests": the figures of a row of PREFIX_latency.csv
+SUMMARY_REQUEST_KEYS = (
+    *("type", "name", "series", "count", "failures", "failures_by_label", "qps"),
+    *("p50_ms", "p90_ms", "p95_ms", "p99_ms", "p99_9_ms", "p99_99_ms", "max_ms"),
+)
+# its "members": the worst member over the run, each {"value": number or null, "member": URL or null}
+SUMMARY_MEMBER_FIGURES = (
+    *("fsync_p99_ms", "commit_p99_ms", "peer_rtt_p99_ms", "snapshot_save_p99_ms"),
+    *("slow_applies", "leader_changes", "db_growth_bytes", "db_quota_pct"),
+)
+SECRET_SHOWN = "***"  # an option's secret value (a password, a token, a key) as the summary shows it
 
 # -- the load shape's record (etcd_users.shapes.record) --
 

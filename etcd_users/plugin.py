@@ -112,6 +112,10 @@ class EtcdPlugin:
         self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
         self.started_at = time.time()  # a file older than this is a previous run's
         self.breach_capture: breach.Capture | None = None  # the members at a run's first breach
+        self.preflight: list[preflight.MemberReport] = []  # the members as found at start-up
+        # the current (or last) run's rows of the members' /metrics, kept past the run's stop for the gates and the
+        # summary; None when the run polled none (--etcd-metrics-interval 0)
+        self.member_rows: list[dict] | None = None
 
     # -- start-up --
 
@@ -128,6 +132,7 @@ class EtcdPlugin:
         _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
         for shape in judged_shapes(environment):  # what a shape's live verdicts need from the tool
             shape.recorder, shape.on_breach = self.recorder, self.on_breach
+            shape.member_rows = lambda: self.member_rows
         if not self._has_etcd_options(environment) or isinstance(runner, WorkerRunner):
             check_on_init(environment)  # a shape's own options, without the tool's etcd ones (not on workers)
             return  # workers take their options from the master when a run starts
@@ -157,7 +162,7 @@ class EtcdPlugin:
             self.exporter = exporter.start(environment, web_ui, self.recorder, lambda: self.run_settings, is_master)
         except exporter.ExporterError as error:
             self.fail(str(error))
-        preflight.report(settings, with_probe)
+        self.preflight = preflight.report(settings, with_probe)
         if web_ui is not None:
             self.tabs = webui.install(
                 environment,
@@ -196,6 +201,7 @@ class EtcdPlugin:
             local = self.target.local
             self.run = RunState.start(environment, settings, local.compaction if local is not None else None)
             self.space_watch = self.run.space_watch
+            self.member_rows = self.run.poller.rows if self.run.poller is not None else None
             if settings.monitoring.profile_on_breach > 0 and not options.csv_prefix:
                 logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
         session.drop_if_changed(environment, settings)
@@ -245,7 +251,7 @@ class EtcdPlugin:
         if self.ran and self._judges(environment):
             disruptions = self.feature(Disruptions)
             windows = disruptions.final_windows() if disruptions is not None else []
-            self.verdicts.judge(environment, self.recorder, self.run_settings, shape, windows)
+            self.verdicts.judge(environment, self.recorder, self.run_settings, shape, windows, self.member_rows or [])
         self.recorder.on_quitting()
         for hooks in self.feature_hooks:  # the workers' last reports are in; the exit code is decided right after
             hooks.on_quitting(environment)

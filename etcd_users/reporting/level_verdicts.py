@@ -15,8 +15,10 @@ from hdrh.histogram import HdrHistogram
 from etcd_users import hdr
 from etcd_users.files import AGGREGATED, SERVICE
 from etcd_users.latency.windows import WindowData
-from etcd_users.reporting.sla import Measurements, evaluate
-from etcd_users.settings import LATENCY_UNITS, Gate, request_gates
+from etcd_users.reporting import member_gates as on_members
+from etcd_users.reporting.member_figures import MemberFigures
+from etcd_users.reporting.sla import Measurements, Result, evaluate
+from etcd_users.settings import LATENCY_UNITS, Gate, member_gates, request_gates
 
 KEEP_UP = 0.95
 """A QPS level fails when it achieved less than this share of its planned QPS."""
@@ -80,12 +82,21 @@ def window_measurements(window: WindowData) -> Measurements:
     return Measurements(histograms, requests, failures, float(window.seconds))
 
 
-def judge_level(name: str, gates: tuple[Gate, ...], data: Measurements, planned_qps: float | None) -> LevelVerdict:
-    """The gates and, for a QPS level, the keep-up rule on one level's window."""
+def judge_level(
+    name: str,
+    gates: tuple[Gate, ...],
+    data: Measurements,
+    planned_qps: float | None,
+    members: MemberFigures | None = None,
+) -> LevelVerdict:
+    """The gates and, for a QPS level, the keep-up rule on one level's window; ``member:`` gates on ``members``, the
+    members' figures over the window (None: not judged)."""
     seconds = int(data.duration_s)
     if seconds <= 0:
         return LevelVerdict(name, None, [], 0, None)
     checks = [_gate_check(gate, data) for gate in request_gates(gates)]  # disrupt: gates judge windows, not levels
+    if members is not None:
+        checks += [_check(on_members.judge_gate(gate, members)) for gate in member_gates(gates)]
     achieved = sum(data.requests.values()) / data.duration_s
     if planned_qps is not None:
         kept_up = achieved >= KEEP_UP * planned_qps
@@ -97,7 +108,11 @@ def judge_level(name: str, gates: tuple[Gate, ...], data: Measurements, planned_
 
 
 def _gate_check(gate: Gate, data: Measurements) -> LevelCheck:
-    result = evaluate(gate, data)
+    return _check(evaluate(gate, data))
+
+
+def _check(result: Result) -> LevelCheck:
+    gate = result.gate
     if result.measured is None:
         return LevelCheck(gate.text, result.passed, None, f"{gate.label}: {result.shown}")
     relation = "<" if result.measured < gate.threshold else ">" if result.measured > gate.threshold else "="

@@ -69,6 +69,7 @@ class MemberReport:
     fsync_p99_ms: float | None
     fsync_samples: int
     problems: tuple[str, ...] = ()  # why something is unknown
+    is_leader: bool | None = None  # None when its Status did not answer
 
 
 def format_bytes(size: float) -> str:
@@ -150,6 +151,7 @@ def member_report(
         fsync_p99_ms=p99,
         fsync_samples=samples,
         problems=tuple(problems),
+        is_leader=status.member_id == status.leader_id if status is not None and not status.error else None,
     )
 
 

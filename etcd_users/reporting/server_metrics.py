@@ -19,14 +19,20 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 import gevent
 
 from etcd_users.files import ETCD_METRICS_COLUMNS, SUFFIXES
+from etcd_users.reporting.buckets import (  # noqa: F401  (the pre-flight report takes them from here)
+    Buckets,
+    bucket_delta,
+    format_buckets,
+    histogram_quantile,
+    interval_p99_ms,
+)
 from etcd_users.reporting.exposition import parse_metrics
 from etcd_users.settings import EtcdSettings
 
@@ -35,6 +41,8 @@ logger = logging.getLogger(__name__)
 CSV_SUFFIX = SUFFIXES["etcd_metrics"]
 FSYNC = "etcd_disk_wal_fsync_duration_seconds"
 BACKEND_COMMIT = "etcd_disk_backend_commit_duration_seconds"
+PEER_RTT = "etcd_network_peer_round_trip_time_seconds"  # one histogram per peer (label To): none on one member
+SNAPSHOT_SAVE = "etcd_debugging_snap_save_total_duration_seconds"
 GRPC_HANDLED = "grpc_server_handled_total"
 DB_SIZE = "etcd_mvcc_db_total_size_in_bytes"
 QUOTA = "etcd_server_quota_backend_bytes"
@@ -53,6 +61,7 @@ GAUGE_COLUMNS = {
     "QuotaBytes": QUOTA,
     "RssBytes": "process_resident_memory_bytes",
     "CpuSeconds": "process_cpu_seconds_total",
+    "SlowApplies": "etcd_server_slow_apply_total",
 }
 DEBUGGING_COLUMNS = {
     "Keys": "etcd_debugging_mvcc_keys_total",
@@ -61,68 +70,11 @@ DEBUGGING_COLUMNS = {
 }
 COLUMNS = ETCD_METRICS_COLUMNS
 _PLAIN_METRICS = frozenset(GAUGE_COLUMNS.values()) | frozenset(DEBUGGING_COLUMNS.values())
-_HISTOGRAMS = (FSYNC + "_bucket", BACKEND_COMMIT + "_bucket")
+_HISTOGRAMS = (FSYNC + "_bucket", BACKEND_COMMIT + "_bucket", SNAPSHOT_SAVE + "_bucket")
+_PEER_HISTOGRAM = PEER_RTT + "_bucket"
 # Only these lines are parsed: a member's page has ~1500 lines (~150 KB), most of them unused here.
-_WANTED_PREFIXES = tuple(sorted(_PLAIN_METRICS)) + _HISTOGRAMS + (GRPC_HANDLED,)
+_WANTED_PREFIXES = tuple(sorted(_PLAIN_METRICS)) + _HISTOGRAMS + (_PEER_HISTOGRAM, GRPC_HANDLED)
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-
-Buckets = dict[float, float]  # upper bound ("le") -> cumulative count
-
-
-def histogram_quantile(quantile: float, buckets: Iterable[tuple[float, float]]) -> float | None:
-    """Prometheus' ``histogram_quantile`` over cumulative ``(upper bound, count)`` buckets; None without samples.
-
-    As Prometheus does: the rank ``quantile * total`` falls in the first bucket whose cumulative count reaches it,
-    and the value is interpolated linearly between that bucket's lower and upper bound (the lowest bucket starts
-    at 0). A rank in the +Inf bucket gives the highest finite bound. Without a +Inf bucket there is no answer.
-    """
-    if not 0.0 <= quantile <= 1.0:
-        raise ValueError(f"quantile {quantile!r} is not between 0 and 1")
-    merged: dict[float, float] = {}
-    for bound, count in buckets:
-        merged[bound] = merged.get(bound, 0.0) + count
-    bounds = sorted(merged)
-    if len(bounds) < 2 or bounds[-1] != math.inf:
-        return None
-    counts: list[float] = []
-    for bound in bounds:  # counts that go down (scraped mid-update) are raised, as Prometheus does
-        counts.append(max(merged[bound], counts[-1]) if counts else merged[bound])
-    total = counts[-1]
-    if total <= 0:
-        return None
-    rank = quantile * total
-    index = bisect_left(counts, rank)
-    if index == len(bounds) - 1:
-        return bounds[-2]
-    if index == 0 and bounds[0] <= 0:
-        return bounds[0]
-    start, end, in_bucket = 0.0, bounds[index], counts[index]
-    if index > 0:
-        start = bounds[index - 1]
-        in_bucket -= counts[index - 1]
-        rank -= counts[index - 1]
-    if in_bucket <= 0:
-        return start
-    return start + (end - start) * (rank / in_bucket)
-
-
-def bucket_delta(after: Buckets, before: Buckets | None) -> Buckets | None:
-    """The buckets of the samples observed between two scrapes; ``after`` alone when the member restarted."""
-    if before is None:
-        return None
-    delta = {bound: count - before.get(bound, 0.0) for bound, count in after.items()}
-    if any(count < 0 for count in delta.values()):
-        return dict(after)  # counters went back: the member restarted since ``before``
-    return delta
-
-
-def interval_p99_ms(after: Buckets, before: Buckets | None) -> float | None:
-    """P99 in ms of a duration histogram (seconds) over the samples between two scrapes; None without any."""
-    delta = bucket_delta(after, before)
-    if not delta:
-        return None
-    value = histogram_quantile(0.99, delta.items())
-    return None if value is None else value * 1000.0
 
 
 @dataclass
@@ -132,6 +84,7 @@ class Scrape:
     values: dict[str, float] = field(default_factory=dict)  # plain metrics by name, summed over labels
     histograms: dict[str, Buckets] = field(default_factory=dict)  # by name, without the _bucket suffix
     grpc: dict[tuple[str, str], float] = field(default_factory=dict)  # (method, code) -> handled calls
+    peers: dict[str, Buckets] = field(default_factory=dict)  # the peer round-trip time's buckets by peer ID
 
     def buckets(self, name: str) -> Buckets:
         return self.histograms.get(name, {})
@@ -154,6 +107,11 @@ def parse_scrape(text: str) -> Scrape:
             bound = float(sample.labels.get("le", "nan"))
             if not math.isnan(bound):
                 buckets[bound] = buckets.get(bound, 0.0) + sample.value
+        elif sample.name == _PEER_HISTOGRAM:
+            buckets = scrape.peers.setdefault(sample.labels.get("To", ""), {})
+            bound = float(sample.labels.get("le", "nan"))
+            if not math.isnan(bound):
+                buckets[bound] = buckets.get(bound, 0.0) + sample.value
         elif sample.name == GRPC_HANDLED and sample.value:
             key = (sample.labels.get("grpc_method", ""), sample.labels.get("grpc_code", ""))
             scrape.grpc[key] = scrape.grpc.get(key, 0.0) + sample.value
@@ -171,27 +129,54 @@ def _number(value: float | None) -> str | int | float:
     return int(value) if float(value).is_integer() else round(value, 3)
 
 
-def row_fields(timestamp: float, member: str, scrape: Scrape, previous: Scrape | None) -> list:
-    """One CSV row (in ``COLUMNS`` order) from a scrape and the member's previous one (for the interval's P99s)."""
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def worst_peer_p99_ms(after: dict[str, Buckets], before: dict[str, Buckets] | None) -> float | None:
+    """The highest P99 in ms of the peers' round-trip times between two scrapes; None without peers or samples."""
+    values = [interval_p99_ms(buckets, (before or {}).get(peer)) for peer, buckets in after.items()]
+    return max((value for value in values if value is not None), default=None)
+
+
+def row_dict(timestamp: float, member: str, scrape: Scrape, previous: Scrape | None) -> dict[str, str | int | float]:
+    """One CSV row by column from a scrape and the member's previous one (for the interval's P99s)."""
     previous_buckets = previous.histograms if previous is not None else {}
-    fsync, commit = (
-        interval_p99_ms(scrape.buckets(name), previous_buckets.get(name)) for name in (FSYNC, BACKEND_COMMIT)
+    fsync, commit, snapshot = (
+        interval_p99_ms(scrape.buckets(name), previous_buckets.get(name))
+        for name in (FSYNC, BACKEND_COMMIT, SNAPSHOT_SAVE)
     )
-    row = {
+    peer_rtt = worst_peer_p99_ms(scrape.peers, previous.peers if previous is not None else None)
+    return {
         "Timestamp": f"{timestamp:.3f}",
         "Member": member,
         **{column: _number(scrape.values.get(name)) for column, name in {**GAUGE_COLUMNS, **DEBUGGING_COLUMNS}.items()},
-        "FsyncP99Ms": "" if fsync is None else f"{fsync:.3f}",
-        "BackendCommitP99Ms": "" if commit is None else f"{commit:.3f}",
+        "FsyncP99Ms": _ms(fsync),
+        "BackendCommitP99Ms": _ms(commit),
         "GrpcRequests": format_grpc(scrape.grpc),
         "Error": "",
+        "PeerRttP99Ms": _ms(peer_rtt),
+        "SnapshotSaveP99Ms": _ms(snapshot),
+        "FsyncBuckets": format_buckets(scrape.buckets(FSYNC)),
+        "BackendCommitBuckets": format_buckets(scrape.buckets(BACKEND_COMMIT)),
+        "PeerRttBuckets": ";".join(format_buckets(buckets, peer) for peer, buckets in sorted(scrape.peers.items())),
+        "SnapshotSaveBuckets": format_buckets(scrape.buckets(SNAPSHOT_SAVE)),
     }
+
+
+def row_fields(timestamp: float, member: str, scrape: Scrape, previous: Scrape | None) -> list:
+    """One CSV row (in ``COLUMNS`` order)."""
+    row = row_dict(timestamp, member, scrape, previous)
     return [row[column] for column in COLUMNS]
 
 
-def error_fields(timestamp: float, member: str, error: str) -> list:
+def error_dict(timestamp: float, member: str, error: str) -> dict[str, str]:
     row = {"Timestamp": f"{timestamp:.3f}", "Member": member, "Error": error}
-    return [row.get(column, "") for column in COLUMNS]
+    return {column: row.get(column, "") for column in COLUMNS}
+
+
+def error_fields(timestamp: float, member: str, error: str) -> list:
+    return list(error_dict(timestamp, member, error).values())
 
 
 def describe_error(error: BaseException, timeout: float) -> str:
@@ -272,6 +257,8 @@ class MetricsPoller:
             self._writer = csv.writer(self._file)
             self._writer.writerow(COLUMNS)
             self._file.flush()
+        # every row of the run as written (also without a file): the members' figures and gates read them at the end
+        self.rows: list[dict] = []
         self._previous: dict[str, Scrape] = {}
         self._failing: set[str] = set()
         self._greenlet: gevent.Greenlet | None = None
@@ -284,12 +271,12 @@ class MetricsPoller:
             return
         for (member, _), result in zip(self.members, results, strict=True):
             if isinstance(result, str):
-                self._write(error_fields(timestamp, member, result))
+                self._write(error_dict(timestamp, member, result))
                 if member not in self._failing:
                     logger.warning("etcd metrics: %s did not answer (%s); the run goes on", member, result)
                     self._failing.add(member)
                 continue  # the next P99 covers the time since the last scrape that worked
-            self._write(row_fields(timestamp, member, result, self._previous.get(member)))
+            self._write(row_dict(timestamp, member, result, self._previous.get(member)))
             self._previous[member] = result
             if member in self._failing:
                 logger.info("etcd metrics: %s answers again", member)
@@ -300,9 +287,10 @@ class MetricsPoller:
             members = [member for member, _ in self.members]
             self.watch.after_poll(timestamp, list(zip(members, results, strict=True)))
 
-    def _write(self, row: list) -> None:
+    def _write(self, row: dict) -> None:
+        self.rows.append(row)
         if self._file is not None:
-            self._writer.writerow(row)
+            self._writer.writerow([row[column] for column in COLUMNS])
 
     def _run(self) -> None:
         started = time.monotonic()

@@ -3,7 +3,7 @@ after), written for CI at quit (``--etcd-junit``, ``$GITHUB_STEP_SUMMARY``) and 
 ends. Only a master or a single process judges: workers see a part of the load.
 
 ``disrupt:`` gates are judged on the windows of ``--etcd-disrupt`` (``etcd_users.disruptions.runner``), whatever the
-shape."""
+shape; ``member:`` gates on the worst member's own metrics over the run, from the rows the poller kept."""
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
@@ -12,8 +12,10 @@ import time
 
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting import disruption_gates as disruptions
-from etcd_users.reporting import junit, sla, step_summary
+from etcd_users.reporting import junit, member_gates, sla, step_summary
+from etcd_users.reporting.member_figures import member_figures
 from etcd_users.settings import EtcdSettings, disruption_gates, request_gates
+from etcd_users.settings import member_gates as on_members
 from etcd_users.shapes.protocol import JudgedShape
 
 
@@ -28,13 +30,18 @@ class GateVerdicts:
         settings: EtcdSettings,
         shape: JudgedShape | None,
         windows: list[dict],
+        member_rows: list[dict] = (),
     ) -> None:
-        """The gates on the final figures; ``windows``: the run's disruption windows, each with its cost."""
+        """The gates on the final figures; ``windows``: the run's disruption windows, each with its cost;
+        ``member_rows``: the members' polled rows of the run."""
         on_requests = request_gates(settings.gates.sla)
         if shape is not None and not shape.judges_whole_run:
             on_requests = ()  # a capacity search mixes passing and failing probes: its gates are judged per probe
         on_windows = disruption_gates(settings.gates.sla)
         judged = disruptions.judge(on_windows, settings.disruptions.items, windows) if on_windows else []
+        members = on_members(settings.gates.sla) if shape is None or shape.judges_whole_run else ()
+        if members:
+            judged += member_gates.judge(members, member_figures(member_rows))
         self.results = sla.judge(environment, recorder, on_requests, judged) if on_requests or judged else []
 
     def write_reports(

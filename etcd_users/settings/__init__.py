@@ -25,6 +25,7 @@ from etcd_users.settings.gates import (
     GateSettings,
     SlaError,
     disruption_gates,
+    member_gates,
     parse_gate,
     parse_gates,
     parse_junit_path,
@@ -32,6 +33,7 @@ from etcd_users.settings.gates import (
 )
 from etcd_users.settings.kubernetes import KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
+from etcd_users.settings.summary import SummarySettings
 from etcd_users.settings.workload import DEFAULT_PREFIX, WorkloadSettings, parse_prefix
 
 # the --etcd-* groups in the order Locust's help and web UI show them: where the load goes and what it is judged by
@@ -45,6 +47,7 @@ GROUPS = (
     KubeSettings,
     DisruptionSettings,
     AuditSettings,
+    SummarySettings,
 )
 OPTIONS = tuple(declared for group in GROUPS for declared in group.options())
 
@@ -59,6 +62,7 @@ __all__ = [
     "ExporterSettings",
     "GateSettings",
     "MonitoringSettings",
+    "SummarySettings",
     "WorkloadSettings",
     "parse_junit_path",
     "LATENCY_UNITS",
@@ -77,6 +81,7 @@ __all__ = [
     "parse_gates",
     "request_gates",
     "disruption_gates",
+    "member_gates",
     "parse_prefix",
     "settings_from_options",
 ]

@@ -11,6 +11,7 @@ from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
+from etcd_users.settings.summary import SummarySettings
 from etcd_users.settings.workload import WorkloadSettings
 
 # each further put of a txn adds this much to etcd's raft entry
@@ -26,6 +27,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
     exporter: ExporterSettings
     k8s: KubeSettings
     disruptions: DisruptionSettings
+    summary: SummarySettings
 
     @classmethod
     def build(cls, values, namespace, **context):
@@ -38,10 +40,12 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
                 namespace, prefix=values["prefix"], max_request_bytes=values["max_request_bytes"]
             ),
             disruptions=DisruptionSettings.from_options(namespace),
+            summary=SummarySettings.from_options(namespace),
         )
         settings.check_keys()
         _check_request_sizes(settings)
         _check_disruption_gates(settings)
+        _check_member_gates(settings)
         return settings.with_credentials()
 
 
@@ -62,6 +66,16 @@ def _check_disruption_gates(settings: EtcdSettings) -> None:
         raise SettingsError(
             f"--etcd-sla: {shown(gate.text)} judges each disruption, and --etcd-disrupt schedules none; add one such "
             "as --etcd-disrupt defrag:leader@60s, or drop the gate"
+        )
+
+
+def _check_member_gates(settings: EtcdSettings) -> None:
+    """A ``member:`` gate reads the members' /metrics as polled during the run: without polling it has nothing."""
+    gate = next((gate for gate in settings.gates.sla if gate.member), None)
+    if gate is not None and settings.monitoring.metrics_interval <= 0:
+        raise SettingsError(
+            f"--etcd-sla: {shown(gate.text)} judges the members' /metrics, and --etcd-metrics-interval 0 polls none; "
+            "give an interval such as --etcd-metrics-interval 5, or drop the gate"
         )
 
 

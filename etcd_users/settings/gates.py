@@ -40,6 +40,36 @@ DISRUPT_PERCENTILES = (99.0, 99.9)
 _DISRUPT_EXAMPLE = "disrupt:gap<2s, disrupt:put:p99<50ms, disrupt:p99.9<80ms or disrupt:errors<1%"
 
 
+# a gate on the members' own metrics over the run (or a shape's level), judged on the worst member
+# (etcd_users.reporting.member_figures): metric -> (the figure it reads, the kind of unit it takes)
+MEMBER = "member"
+MEMBER_METRICS = {
+    "fsync_p99": ("fsync_p99_ms", "latency"),
+    "commit_p99": ("commit_p99_ms", "latency"),
+    "peer_rtt_p99": ("peer_rtt_p99_ms", "latency"),
+    "snapshot_p99": ("snapshot_save_p99_ms", "latency"),
+    "leader_changes": ("leader_changes", "count"),
+    "slow_applies": ("slow_applies", "count"),
+    "db_quota": ("db_quota_pct", "%"),
+}
+_MEMBER_UNITS = {"latency": "us, ms or s", "count": "no unit (a count)", "%": "% (of the quota)"}
+_MEMBER_GATE = re.compile(
+    r"""^\s*(?P<metric>[A-Za-z][A-Za-z0-9_.]*)\s*
+        (?P<op><=|>=|<|>)\s*
+        (?P<value>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*
+        (?P<unit>[A-Za-zµ%/]+)?\s*$""",
+    re.VERBOSE,
+)
+_MEMBER_EXAMPLE = "member:fsync_p99<10ms, member:leader_changes<1 or member:db_quota<80%"
+
+# ready sets: a name inside --etcd-sla that stands for the gates it expands to (docs/gates.md gives their sources)
+READY_SETS = {
+    # the etcd thresholds of Kubernetes' scale tests: kube-burner's etcd alerts (WAL fsync P99 above 10 ms, peer
+    # round-trip P99 above 100 ms, any leader change) and clusterloader2's etcd checks
+    "kubernetes-etcd": ("member:fsync_p99<10ms", "member:peer_rtt_p99<100ms", "member:leader_changes<1"),
+}
+
+
 class SlaError(SettingsError):
     """A gate that cannot be read, told in one line."""
 
@@ -55,9 +85,12 @@ class Gate(NamedTuple):
     threshold: float
     unit: str  # a latency unit, "%" or "" (errors as a count, qps)
     disrupt: bool = False  # judged on each window of --etcd-disrupt, not on the whole run
+    member: bool = False  # judged on the members' own metrics (the worst member), metric one of MEMBER_METRICS
 
     @property
     def label(self) -> str:
+        if self.member:
+            return f"{MEMBER} {self.metric}"
         metric = f"p{self.percentile:g}" if self.metric == "percentile" else self.metric
         if self.disrupt:  # no name: every request name, no aggregate (the costs are per name)
             return f"{DISRUPT} {self.name} {metric}" if self.name else f"{DISRUPT} {metric}"
@@ -72,7 +105,10 @@ def _gate_error(gate: str, why: str, disrupt: bool = False) -> SlaError:
     if disrupt:
         expected = f"expected disrupt:[NAME:]METRIC<VALUE such as {_DISRUPT_EXAMPLE}"
         return SlaError(f"--etcd-sla: {shown(gate)} {why}: {expected}")
-    return SlaError(f"--etcd-sla: {shown(gate)} {why}: expected NAME:METRIC<VALUE such as {_GATE_EXAMPLE}")
+    ready = " or ".join(READY_SETS)
+    return SlaError(
+        f"--etcd-sla: {shown(gate)} {why}: expected NAME:METRIC<VALUE such as {_GATE_EXAMPLE}, or a ready set: {ready}"
+    )
 
 
 def _gate_percentile(gate: str, digits: str, disrupt: bool = False) -> float:
@@ -95,6 +131,8 @@ def parse_gate(text: str) -> Gate:
     head, colon, rest = gate.partition(":")
     if colon and head.strip().lower() == DISRUPT:
         return _disrupt_gate(gate, rest)
+    if colon and head.strip().lower() == MEMBER:
+        return _member_gate(gate, rest)
     parsed = _parse(gate, gate)
     if parsed.metric == "gap":
         raise _gate_error(gate, "judges a gap, which only a disruption has (write disrupt:gap<2s with --etcd-disrupt)")
@@ -110,6 +148,31 @@ def _disrupt_gate(gate: str, body: str) -> Gate:
     if parsed.metric == "percentile" and parsed.percentile not in DISRUPT_PERCENTILES:
         raise _gate_error(gate, f"asks a disruption for p{parsed.percentile:g} (its cost has p99 and p99.9)", True)
     return parsed._replace(text=gate, disrupt=True)
+
+
+def _member_gate(gate: str, body: str) -> Gate:
+    """``member:METRIC<VALUE``: one of MEMBER_METRICS in the unit its kind takes."""
+    accepted = ", ".join(MEMBER_METRICS)
+
+    def refused(why: str) -> SlaError:
+        return SlaError(f"--etcd-sla: {shown(gate)} {why}: expected member:METRIC<VALUE such as {_MEMBER_EXAMPLE}")
+
+    match = _MEMBER_GATE.match(body)
+    if match is None:
+        raise refused(f"is not a gate (member: takes {accepted})")
+    metric, op, unit = match["metric"].lower(), match["op"], (match["unit"] or "").lower()
+    if metric not in MEMBER_METRICS:
+        raise refused(f"has an unknown metric {shown(match['metric'])} (member: takes {accepted})")
+    threshold = float(match["value"])
+    if not math.isfinite(threshold):
+        raise refused(f"has a threshold of {len(match['value'])} digits, beyond any number")
+    kind = MEMBER_METRICS[metric][1]
+    if (kind == "latency" and unit not in LATENCY_UNITS) or (kind == "count" and unit) or (kind == "%" and unit != "%"):
+        why = "has no unit" if not unit else f"has the unit {shown(unit)}"
+        raise refused(f"{why} ({metric} takes {_MEMBER_UNITS[kind]})")
+    if kind == "%" and threshold > 100:
+        raise refused("asks for more than 100% of the quota")
+    return Gate(gate, None, metric, None, op, threshold, unit, member=True)
 
 
 def _parse(gate: str, body: str, disrupt: bool = False) -> Gate:
@@ -152,8 +215,13 @@ def _parse(gate: str, body: str, disrupt: bool = False) -> Gate:
 
 
 def request_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
-    """The gates judged on requests over a span of time (the run, a level, a window): all but ``disrupt:``."""
-    return tuple(gate for gate in gates if not gate.disrupt)
+    """The gates judged on requests over a span of time (the run, a level, a window): all but ``disrupt:`` and
+    ``member:``."""
+    return tuple(gate for gate in gates if not gate.disrupt and not gate.member)
+
+
+def member_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
+    return tuple(gate for gate in gates if gate.member)
 
 
 def disruption_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
@@ -161,8 +229,18 @@ def disruption_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
 
 
 def parse_gates(text: str) -> tuple[Gate, ...]:
-    """``--etcd-sla``: comma-separated gates; empty text, no gates."""
-    return tuple(parse_gate(part) for part in text.split(",") if part.strip())
+    """``--etcd-sla``: comma-separated gates and names of READY_SETS (each stands for its gates); empty text, no
+    gates."""
+    gates: list[Gate] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        ready = READY_SETS.get(part.strip().lower())
+        if ready:
+            gates.extend(parse_gate(gate) for gate in ready)
+        else:
+            gates.append(parse_gate(part))
+    return tuple(gates)
 
 
 NAME_MAX_BYTES = 255  # the longest file name Linux file systems take
@@ -171,18 +249,22 @@ NAME_MAX_BYTES = 255  # the longest file name Linux file systems take
 def parse_junit_path(path: str) -> str:
     """A file path for the JUnit report; whether its directory is writable is checked on the master at start-up
     (``reporting.junit.check_path``), not here: a worker's file system is not the master's."""
+    return parse_report_path("--etcd-junit", path, "reports/junit.xml")
+
+
+def parse_report_path(flag: str, path: str, example: str) -> str:
+    """A file path a report is written to at the end of the run, or empty; ``example`` shows the form."""
     if not path:
         return path
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if path.endswith("/") or name in ("", ".", ".."):
         raise SettingsError(
-            f"--etcd-junit: {shown(path, SHOWN_PATH_CHARACTERS)} names a directory; give a file path such as "
-            "reports/junit.xml"
+            f"{flag}: {shown(path, SHOWN_PATH_CHARACTERS)} names a directory; give a file path such as {example}"
         )
     if any(len(part.encode(errors="surrogateescape")) > NAME_MAX_BYTES for part in path.split("/")):
         raise SettingsError(
-            f"--etcd-junit: {shown(path, SHOWN_PATH_CHARACTERS)} has a name longer than {NAME_MAX_BYTES} bytes, which "
-            "no file system takes; give a file path such as reports/junit.xml"
+            f"{flag}: {shown(path, SHOWN_PATH_CHARACTERS)} has a name longer than {NAME_MAX_BYTES} bytes, which "
+            f"no file system takes; give a file path such as {example}"
         )
     return path
 
@@ -205,8 +287,10 @@ class GateSettings(OptionGroup):
         "",
         "Gates checked when the run ends, as [NAME:]METRIC<VALUE,… e.g. put:p99<15ms,range/serializable:p99.9<10ms,"
         "errors<0.1%,qps>1000 (no NAME: all requests); disrupt:[NAME:]METRIC<VALUE (gap, p99, p99.9, errors) "
-        "judges each window of --etcd-disrupt, e.g. disrupt:gap<2s. Each is printed with PASS or FAIL, and a failed "
-        "gate makes the exit code 3.",
+        "judges each window of --etcd-disrupt, e.g. disrupt:gap<2s; member:METRIC<VALUE (fsync_p99, commit_p99, "
+        "peer_rtt_p99, snapshot_p99, leader_changes, slow_applies, db_quota) judges the worst member's own metrics, "
+        "e.g. member:fsync_p99<10ms (needs --etcd-metrics-interval); kubernetes-etcd stands for Kubernetes' etcd "
+        "thresholds. Each is printed with PASS or FAIL, and a failed gate makes the exit code 3.",
         parse=_gates,
     )
     junit: str = option(

@@ -57,6 +57,10 @@ def _no_breach(_line: str) -> None:
     """``on_breach`` until the tool gives one: a breach sets nothing off."""
 
 
+def _no_member_rows() -> None:
+    """``member_rows`` until the tool gives one: no members polled, ``member:`` gates not judged per level."""
+
+
 class PlannedShape(LoadTestShape):
     """Runs ``build_plan(settings)`` level by level and stops after the last level (``shapes.protocol.JudgedShape``)."""
 
@@ -72,6 +76,7 @@ class PlannedShape(LoadTestShape):
         self.timeline = Timeline()
         self.recorder: LatencyRecorder | None = None
         self.on_breach: Callable[[str], None] = _no_breach
+        self.member_rows: Callable[[], list | None] = _no_member_rows
         self._run = _NOT_STARTED
         self._index: int | None = None
         self._judge: LiveJudge | None = None
@@ -204,7 +209,7 @@ class PlannedShape(LoadTestShape):
         self._sla = getattr(self.parsed_options, "etcd_sla", None) or None
         if self._judge is not None:
             self._judge.discard()
-        self._judge = live_judge(self._sla, self.recorder, self._judged)
+        self._judge = live_judge(self._sla, self.recorder, self._judged, self.member_rows)
         self.timeline = Timeline(plan, started_at=time.time() - self.get_run_time())
         self._listen()
         rate = f"{settings.user_rate:g} requests/s per user" if settings.user_rate > 0 else "closed-loop users"

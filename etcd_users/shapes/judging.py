@@ -21,7 +21,8 @@ import gevent
 
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting.level_verdicts import LevelVerdict, judge_level, window_measurements
-from etcd_users.settings import Gate, SlaError, parse_gates, request_gates
+from etcd_users.reporting.member_figures import member_figures
+from etcd_users.settings import Gate, SlaError, member_gates, parse_gates, request_gates
 
 logger = logging.getLogger(__name__)
 
@@ -31,16 +32,21 @@ POLL_S = 0.5
 
 
 def live_judge(
-    sla: str | None, recorder: LatencyRecorder | None, on_verdict: Callable[[int, LevelVerdict], None]
+    sla: str | None,
+    recorder: LatencyRecorder | None,
+    on_verdict: Callable[[int, LevelVerdict], None],
+    member_rows: Callable[[], list | None] = lambda: None,
 ) -> LiveJudge | None:
-    """The judge of a run's levels when it has gates and the tool's latency recorder; None: no level is judged."""
+    """The judge of a run's levels when it has gates and the tool's latency recorder; None: no level is judged.
+    ``member_rows``: the members' polled rows of the run so far (None without polling), for ``member:`` gates."""
     try:
-        gates = request_gates(parse_gates(sla or ""))  # disrupt: gates judge the disruptions' windows
+        parsed = parse_gates(sla or "")
     except SlaError:
-        gates = ()  # only the web UI's form gets here; the plugin says why at the start of the run
+        parsed = ()  # only the web UI's form gets here; the plugin says why at the start of the run
+    gates = request_gates(parsed) + member_gates(parsed)  # disrupt: gates judge the disruptions' windows
     if not gates or recorder is None:
         return None
-    return LiveJudge(recorder, gates, on_verdict)
+    return LiveJudge(recorder, gates, on_verdict, member_rows)
 
 
 class LiveJudge:
@@ -51,11 +57,14 @@ class LiveJudge:
         recorder: LatencyRecorder,
         gates: tuple[Gate, ...],
         on_verdict: Callable[[int, LevelVerdict], None],
+        member_rows: Callable[[], list | None] = lambda: None,
     ) -> None:
         self.recorder = recorder
         self.gates = gates
         self.on_verdict = on_verdict
+        self.member_rows = member_rows
         self._levels: dict[int, tuple[str, float | None]] = {}  # index -> (name, planned QPS), open or waiting
+        self._spans: dict[int, tuple[float, float | None]] = {}  # index -> (start, end): the members' figures' span
         self._waiting: dict[int, tuple[float, float]] = {}  # index -> (the level's end, when to judge anyway)
         self._waiter: gevent.Greenlet | None = None
 
@@ -66,6 +75,7 @@ class LiveJudge:
     def open(self, index: int, name: str, planned_qps: float | None, start: float) -> None:
         """The level's users are all running since ``start``: its window begins."""
         self._levels[index] = (name, planned_qps)
+        self._spans[index] = (start, None)
         self._windows.open(index, start)
 
     def close(self, index: int, end: float) -> None:
@@ -73,6 +83,7 @@ class LiveJudge:
         if index not in self._levels:
             return
         self._windows.close(index, end)
+        self._spans[index] = (self._spans[index][0], end)
         self._waiting[index] = (end, time.monotonic() + WAIT_S)
         try:
             self.poll()
@@ -127,6 +138,7 @@ class LiveJudge:
         for index in self._levels:
             self._windows.take(index)
         self._levels.clear()
+        self._spans.clear()
         self._waiting.clear()
 
     def _wait(self) -> None:
@@ -150,10 +162,14 @@ class LiveJudge:
 
     def _judge(self, index: int) -> None:
         name, planned_qps = self._levels.pop(index)
+        start, end = self._spans.pop(index, (None, None))
         first = self.recorder.first_request
         if self._windows.first_second is None and first is not None:
             self._windows.settle(first)  # waited long enough: the first request as known
         window = self._windows.take(index)
         if window is None:
             return
-        self.on_verdict(index, judge_level(name, self.gates, window_measurements(window), planned_qps))
+        rows = self.member_rows() if member_gates(self.gates) else None
+        # the members' scrapes inside the level (a level shorter than --etcd-metrics-interval has too few of them)
+        members = member_figures(rows, start, end) if rows is not None else None
+        self.on_verdict(index, judge_level(name, self.gates, window_measurements(window), planned_qps, members))

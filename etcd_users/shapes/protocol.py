@@ -35,6 +35,10 @@ class JudgedShape(Protocol):
     """Given by the tool at init: called once per run with the verdict line of the run's first failing level (the
     plugin's breach capture). Defaults to doing nothing."""
 
+    member_rows: Callable[[], list | None]
+    """Given by the tool at init: the members' polled rows of the current run (``PREFIX_etcd_metrics.csv``'s, kept
+    in memory), None without polling; each level's ``member:`` gates are judged on those inside it."""
+
     @property
     def current_level(self) -> Level | None:
         """The level running now (the Prometheus exporter's ``shape_planned_qps`` and ``shape_level_info``); None

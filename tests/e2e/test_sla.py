@@ -64,6 +64,6 @@ def test_a_malformed_gate_stops_the_run_at_start():
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
     assert errors == [
         "locust-etcd: error: --etcd-sla: 'put:p99<<15' is not a gate: expected NAME:METRIC<VALUE such as "
-        "put:p99<15ms, p99.9<=10ms, errors<0.1% or qps>1000"
+        "put:p99<15ms, p99.9<=10ms, errors<0.1% or qps>1000, or a ready set: kubernetes-etcd"
     ]
     assert "started a local etcd" not in result.stderr  # refused before anything was started

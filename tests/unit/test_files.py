@@ -221,6 +221,13 @@ def test_row_and_error_fields_are_the_columns_in_order():
         "WatchStreams": 8,
         "Watchers": 9,
         "Error": "",
+        "PeerRttP99Ms": "",  # one member: no peers
+        "SnapshotSaveP99Ms": "",
+        "SlowApplies": "",
+        "FsyncBuckets": "0.001=10;0.008=10;inf=10",
+        "BackendCommitBuckets": "0.016=5;inf=5",
+        "PeerRttBuckets": "",
+        "SnapshotSaveBuckets": "",
     }
     failed = error_fields(T0 + 0.5, "http://m2:2379", "connection refused")
     assert dict(zip(ETCD_METRICS_COLUMNS, failed, strict=True)) == {column: "" for column in ETCD_METRICS_COLUMNS} | {

@@ -158,6 +158,13 @@ def test_a_page_becomes_one_row_per_column():
         "WatchStreams": 3,
         "Watchers": 6,
         "Error": "",
+        "PeerRttP99Ms": "",
+        "SnapshotSaveP99Ms": "",
+        "SlowApplies": "",
+        "FsyncBuckets": "0.001=1;0.002=3;inf=4",
+        "BackendCommitBuckets": "0.004=2;inf=2",
+        "PeerRttBuckets": "",
+        "SnapshotSaveBuckets": "",
     }
 
 

@@ -286,6 +286,8 @@ BAD_OPTIONS = [
     bad("etcd_junit", "out/..", "--etcd-junit: 'out/..' names a directory"),
     bad("etcd_junit", "out/" + "x" * 256 + ".xml", "--etcd-junit: 'out/" + "x" * 196 + "'… (264 characters) has a "
         "name longer than 255 bytes, which no file system takes"),
+    bad("etcd_perfdash", "out/", "--etcd-perfdash: 'out/' names a directory; give a file path such as "
+        "out/perfdash.json"),
     bad("etcd_k8s_objects", "pods", "--etcd-k8s-objects: 'pods' is not RESOURCE:COUNT"),
     bad("etcd_k8s_objects", "Pods:5", "--etcd-k8s-objects: 'Pods:5' is not RESOURCE:COUNT with a lower-case"),
     bad("etcd_k8s_objects", "pods:0", "--etcd-k8s-objects: 'pods:0' asks for 0 objects; give between 1 and"),
