@@ -43,6 +43,9 @@ class Tool(Protocol):
     preflight: "list[MemberReport]"  # the members as the pre-flight found them at start-up
     member_rows: "list[dict] | None"  # the members' polled rows of the current (or last) run; None: not polled
 
+    def feature(self, kind: type) -> "FeatureHooks | None":
+        """The hooks of ``kind`` among the features', once installed; None without them."""
+
     def fail(self, message: str) -> NoReturn:
         """End the process with one line (bad input at start)."""
 
@@ -90,7 +93,8 @@ class Feature:
 
 FEATURES = (
     Feature("connection and endpoints", ConnectionSettings),
-    Feature("gates", GateSettings),
+    # the gates' hooks watch the workers: a run that lost some is not the run planned, whatever its figures
+    Feature("gates", GateSettings, "etcd_users.reporting.worker_watch:WorkerWatch"),
     Feature("workload and keys", WorkloadSettings),
     Feature("monitoring of the members", MonitoringSettings),
     Feature("Prometheus exporter", ExporterSettings),

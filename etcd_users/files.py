@@ -177,7 +177,11 @@ SUMMARY_SCHEMA_VERSION = 1
 SUMMARY_KEYS = (
     *("schema", "started_at", "ended_at", "duration_s", "options", "environment", "requests", "gates"),
     *("levels", "capacity", "disruptions", "audit", "members"),
+    "lost_workers",  # later: absent from older files
 )
+# each of its "lost_workers": a worker that went silent mid-run (etcd_users.reporting.lost_workers), when (its last
+# heartbeat, unix seconds and seconds into the run), its users and the run's then, and when it came back (or null)
+SUMMARY_LOST_WORKER_KEYS = ("worker", "at", "at_s", "users", "run_users", "returned_at")
 # each of its "requests": the figures of a row of PREFIX_latency.csv
 SUMMARY_REQUEST_KEYS = (
     *("type", "name", "series", "count", "failures", "failures_by_label", "qps"),

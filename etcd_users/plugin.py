@@ -19,7 +19,7 @@ from typing import TypeVar
 import gevent
 import greenlet
 
-from etcd_users import session
+from etcd_users import open_files, session
 from etcd_users.disruptions.runner import Disruptions
 from etcd_users.features import FeatureHooks, add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
@@ -111,6 +111,7 @@ class EtcdPlugin:
         self.exporter: exporter.Exporter | None = None  # --etcd-prometheus-port, on a master or single process
         self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
         self.started_at = time.time()  # a file older than this is a previous run's
+        self.open_files = -1  # this process's open-file limit, raised at init (-1: not yet)
         self.breach_capture: breach.Capture | None = None  # the members at a run's first breach
         self.preflight: list[preflight.MemberReport] = []  # the members as found at start-up
         # the current (or last) run's rows of the members' /metrics, kept past the run's stop for the gates and the
@@ -130,6 +131,7 @@ class EtcdPlugin:
         self.recorder.environment = environment
         self.client_cpu.environment = environment
         _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
+        self.open_files = open_files.raise_limit()  # every process: a worker's, a forked one's, the master's
         for shape in judged_shapes(environment):  # what a shape's live verdicts need from the tool
             shape.recorder, shape.on_breach = self.recorder, self.on_breach
             shape.member_rows = lambda: self.member_rows
@@ -151,6 +153,9 @@ class EtcdPlugin:
             if junit_path:
                 junit.check_path(junit_path)  # now, not after the run, and before a local etcd starts
             settings = self.target.settings(environment.parsed_options)
+            too_many = open_files.connections_error(settings.conns, len(settings.endpoints), self.open_files)
+            if too_many:
+                self.fail(too_many)
             check_prefix_free(settings)
         except (SettingsError, EndpointError, ClusterError) as error:
             self.fail(str(error))
@@ -192,6 +197,10 @@ class EtcdPlugin:
             if environment.runner is not None:
                 gevent.spawn(environment.runner.stop)
             return
+        if is_worker:  # the master checked its own limit; a worker on another machine may have a lower one
+            too_many = open_files.connections_error(settings.conns, len(settings.endpoints), self.open_files)
+            if too_many:
+                logger.error("locust-etcd: error: %s", too_many)
         if not is_worker:
             self.run_settings = settings
             self._show_endpoints_as_host(environment, settings)

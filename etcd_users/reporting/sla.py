@@ -30,6 +30,7 @@ from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
 from etcd_users.files import AGGREGATED, SERVICE
+from etcd_users.reporting.lost_workers import WORKERS
 from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate, request_gates
 from etcd_users.settings.gates import DISRUPT
 
@@ -53,11 +54,15 @@ class Result(NamedTuple):
 
     @property
     def label(self) -> str:
+        if self.gate.metric == WORKERS:  # no gate the user wrote: the run's workers, all there or not
+            return WORKERS
         if not self.window:
             return self.gate.label
         return self.gate.label.replace(f"{DISRUPT} ", f"{DISRUPT} {self.window} ", 1)
 
     def line(self) -> str:
+        if self.gate.metric == WORKERS:
+            return f"SLA {WORKERS}: {self.shown} {'PASS' if self.passed else 'FAIL'}"
         return f"SLA {self.label} {self.gate.limit}: {self.shown} {'PASS' if self.passed else 'FAIL'}"
 
 

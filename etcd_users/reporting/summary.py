@@ -30,6 +30,7 @@ from etcd_users.latency.store import LatencyRow
 from etcd_users.reporting.member_figures import member_figures
 from etcd_users.reporting.preflight import MemberReport
 from etcd_users.reporting.sla import Result
+from etcd_users.reporting.worker_watch import WorkerWatch
 from etcd_users.settings import SettingsError, SummarySettings
 
 logger = logging.getLogger(__name__)
@@ -274,6 +275,7 @@ class RunSummary(FeatureHooks):
             return read_json(prefix + SUFFIXES[kind], since) if prefix else None
 
         shape = run_file("shape")
+        watch = tool.feature(WorkerWatch)
         return {
             "schema": SUMMARY_SCHEMA_VERSION,
             "started_at": started,
@@ -298,4 +300,5 @@ class RunSummary(FeatureHooks):
             "disruptions": run_file("disruptions"),
             "audit": run_file("audit"),
             "members": member_figures(rows).to_dict() if rows is not None else None,
+            "lost_workers": [lost.to_dict() for lost in watch.lost] if watch is not None else [],
         }

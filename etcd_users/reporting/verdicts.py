@@ -61,6 +61,7 @@ class GateVerdicts:
             why_not_judged = "not judged on the whole run"
         levels = junit.recorded_levels(shape)
         gates = settings.gates.sla
+        gates += tuple(dict.fromkeys(result.gate for result in self.results if result.gate not in gates))  # workers
         if junit_path:
             started_at = environment.stats.start_time if ran else None
             document = junit.report(
