@@ -7,7 +7,7 @@ raise into the user's task: a run that hits etcd errors keeps running and counts
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import gevent
 import grpc
@@ -103,6 +103,29 @@ class EtcdClient:
         )
         return self._call("Range", request, name or RANGE_NAMES[serializable])
 
+    def ranges(self, serializable: bool | None = None) -> Callable[[], rpc_pb2.RangeResponse | None]:
+        """The reads of the range workloads: one drawn key, or ``--etcd-range-keys`` consecutive keys from a drawn
+        one, with ``--etcd-range-limit``, ``--etcd-range-count-only`` and ``--etcd-range-keys-only``; each shape
+        under its own request name (``range/1000 keys/linearizable``)."""
+        settings = self.session.settings
+        keys, get = self.keys, self.range
+        if serializable is None:
+            serializable = settings.consistency == "s"
+        if not settings.range_name:
+            return lambda: get(keys.next_key(), serializable=serializable)
+        name = f"range/{settings.range_name}/{RANGE_NAMES[serializable].partition('/')[2]}"
+        shape = {
+            "serializable": serializable,
+            "limit": settings.range_limit,
+            "keys_only": settings.range_keys_only,
+            "count_only": settings.range_count_only,
+            "name": name,
+        }
+        count, range_of = settings.range_keys, keys.range_of
+        if count == 1:
+            return lambda: get(keys.next_key(), **shape)
+        return lambda: get(*range_of(count), **shape)
+
     def delete(self, key: bytes, range_end: bytes = b"", *, name: str = "delete") -> rpc_pb2.DeleteRangeResponse | None:
         self._check_prefix(key, range_end)
         ledger = self._ledger
@@ -150,7 +173,7 @@ class EtcdClient:
         keys = self.keys
         puts = [
             rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=keys.value))
-            for key in keys.distinct_keys(ops or self.session.settings.txn_ops)
+            for key in keys.distinct_keys(ops or self.session.settings.txn_ops, write=True)
         ]
         return self.txn(success=puts, name=name)
 
@@ -158,11 +181,11 @@ class EtcdClient:
         """A read or a write transaction of ``--etcd-txn-ops`` operations, reads at ``--etcd-rw-ratio`` per write;
         reported as ``txn-mixed-read`` and ``txn-mixed-write``."""
         settings = self.session.settings
-        keys = self.keys.distinct_keys(settings.txn_ops)
         if self._random() * (1.0 + settings.rw_ratio) < settings.rw_ratio:
+            keys = self.keys.distinct_keys(settings.txn_ops)
             reads = [rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=key)) for key in keys]
             return self.txn(success=reads, name=f"{name}-read")
-        value = self.keys.value
+        keys, value = self.keys.distinct_keys(settings.txn_ops, write=True), self.keys.value
         writes = [rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=value)) for key in keys]
         return self.txn(success=writes, name=f"{name}-write")
 

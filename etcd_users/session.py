@@ -30,6 +30,15 @@ class Session:
     def __init__(self, settings: EtcdSettings) -> None:
         self.settings = settings
         self.keys = KeySpace(settings)
+        distribution = settings.distribution
+        if distribution.kind not in ("uniform", "sequential"):
+            # what the run's skew should be, to compare with the members' keys afterwards
+            logger.info(
+                "keys drawn %s: %.1f%% of the requests to the hottest 1%% of the %d keys, in theory",
+                distribution,
+                100.0 * distribution.hottest_share(self.keys.size),
+                self.keys.size,
+            )
         self.bridge = bridge.bridge()
         self.pool = EndpointPool(settings)
         self.bridge.run(self.pool.open)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import gevent
 
 from etcd_users import plugin
+from etcd_users.arrivals import first_arrival, intervals
 from etcd_users.client import EtcdClient
 from etcd_users.kubernetes.client import KubernetesClient
 
@@ -44,21 +45,22 @@ class EtcdUser(User):
         schedule does not slip when a response is late: the next request goes out at once to catch up, and its
         latency is also measured from when it should have been sent (coordinated omission).
         """
-        rate = self.etcd.session.settings.user_rate
+        settings = self.etcd.session.settings
+        rate = settings.user_rate
         if rate <= 0:
             while self._state == LOCUST_STATE_RUNNING:
                 operation()
             return
-        interval = 1.0 / rate
-        # a random phase: users spawned together would otherwise fire together, in bursts
-        due = time.perf_counter() + random.uniform(0.0, interval)
+        generator = random.Random()
+        interval = intervals(settings.arrival, rate, generator)  # --etcd-arrival: fixed or Poisson
+        due = time.perf_counter() + first_arrival(settings.arrival, rate, generator)
         while self._state == LOCUST_STATE_RUNNING:
             delay = due - time.perf_counter()
             if delay > 0:
                 gevent.sleep(delay)
             self.etcd.intended_start = due
             operation()
-            due += interval
+            due += interval()
 
 
 class EtcdPutUser(EtcdUser):
@@ -67,7 +69,8 @@ class EtcdPutUser(EtcdUser):
     @task
     def put(self) -> None:
         keys, put = self.etcd.keys, self.etcd.put
-        self.repeat(lambda: put(keys.next_key(), keys.value))
+        next_key, value = keys.next_write_key, keys.value
+        self.repeat(lambda: put(next_key(), value))
 
 
 class _RangeUser(EtcdUser):
@@ -77,8 +80,7 @@ class _RangeUser(EtcdUser):
     @task
     def range(self) -> None:
         self.etcd.session.ensure_key_space()
-        keys, get, serializable = self.etcd.keys, self.etcd.range, self.serializable
-        self.repeat(lambda: get(keys.next_key(), serializable=serializable))
+        self.repeat(self.etcd.ranges(self.serializable))
 
 
 class EtcdRangeUser(_RangeUser):
@@ -122,7 +124,7 @@ class EtcdDeleteUser(EtcdUser):
         keys, put, delete = self.etcd.keys, self.etcd.put, self.etcd.delete
 
         def put_then_delete() -> None:
-            key = keys.next_key()
+            key = keys.next_write_key()
             put(key, keys.value)
             delete(key)
 
@@ -173,10 +175,10 @@ class EtcdMixedUser(EtcdUser):
         self.etcd.session.ensure_key_space()
         etcd, keys = self.etcd, self.etcd.keys
         operations = {
-            "put": lambda: etcd.put(keys.next_key(), keys.value),
-            "range": lambda: etcd.range(keys.next_key()),
-            "range/linearizable": lambda: etcd.range(keys.next_key(), serializable=False),
-            "range/serializable": lambda: etcd.range(keys.next_key(), serializable=True),
+            "put": lambda: etcd.put(keys.next_write_key(), keys.value),
+            "range": etcd.ranges(),
+            "range/linearizable": etcd.ranges(serializable=False),
+            "range/serializable": etcd.ranges(serializable=True),
             "delete": lambda: etcd.delete(keys.next_key()),
             "txn-put": etcd.txn_put,
         }

@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 
 from etcd_users.arguments import shown
+from etcd_users.arrivals import ARRIVALS
+from etcd_users.distributions import KeyDistribution, parse_key_distribution
 from etcd_users.settings.declare import (
     OptionGroup,
     SettingsError,
@@ -60,6 +62,13 @@ def _user_rate(flag: str, value: float) -> float:
     return value
 
 
+def _key_distribution(flag: str, text: str) -> KeyDistribution:
+    try:
+        return parse_key_distribution(text)
+    except ValueError as error:
+        raise SettingsError(f"{flag}: {error}") from None
+
+
 def parse_mix(flag: str, text: str) -> tuple[tuple[str, float], ...]:
     """``put:45,range:30,delete:25`` into ((name, weight), …)."""
     return parse_weights(flag, text, MIX_OPERATIONS, "put:45,range:30")
@@ -76,7 +85,19 @@ class WorkloadSettings(OptionGroup):
         "--etcd-key-space-size", 10000, "Number of distinct keys written and read.", parse=positive
     )
     sequential_keys: bool = option(
-        "--etcd-sequential-keys", False, "Walk the key space in order instead of picking keys at random.", parse=switch
+        "--etcd-sequential-keys",
+        False,
+        "Walk the key space in order (the same as --etcd-key-distribution sequential).",
+        parse=switch,
+    )
+    key_distribution: KeyDistribution = option(
+        "--etcd-key-distribution",
+        "uniform",
+        "How the key-space workloads (put, range, txn, delete, mixed) pick keys: uniform, sequential, zipfian[:THETA] "
+        "(YCSB's scrambled zipfian, THETA 0.99 by default), latest[:THETA] (reads skewed toward the keys this process "
+        "wrote last, writes in order) or hotspot[:HOT_FRACTION:HOT_OPS] (HOT_OPS of the requests to the first "
+        "HOT_FRACTION of the keys, 0.2:0.8 by default).",
+        parse=_key_distribution,
     )
     prefix: bytes = option(
         "--etcd-prefix",
@@ -107,6 +128,32 @@ class WorkloadSettings(OptionGroup):
         "Late responses do not delay the schedule; latency from the intended send time is recorded too.",
         parse=_user_rate,
     )
+    arrival: str = option(
+        "--etcd-arrival",
+        "fixed",
+        "Arrivals of the rate-driven mode (--etcd-user-rate): 'fixed' intervals of 1/rate, or 'poisson', random "
+        "(exponential) intervals of the same mean; latency from the intended send time is measured from each arrival.",
+        choices=ARRIVALS,
+    )
+    range_keys: int = option(
+        "--etcd-range-keys",
+        1,
+        "Keys each read of the range workloads covers: N consecutive keys of the key space from a drawn first key "
+        "(request name 'range/N keys/…').",
+        parse=positive,
+    )
+    range_limit: int = option(
+        "--etcd-range-limit",
+        0,
+        "At most this many keys in each range response (etcd's limit; 0: all); needs --etcd-range-keys above 1.",
+        parse=zero_or_more,
+    )
+    range_count_only: bool = option(
+        "--etcd-range-count-only", False, "Ranges return only how many keys they hold (count_only).", parse=switch
+    )
+    range_keys_only: bool = option(
+        "--etcd-range-keys-only", False, "Ranges return keys without values (etcd's keys_only).", parse=switch
+    )
     txn_ops: int = option(
         "--etcd-txn-ops", 1, "Operations in each transaction of the txn-put and txn-mixed workloads.", parse=positive
     )
@@ -131,6 +178,26 @@ class WorkloadSettings(OptionGroup):
     )
 
     @property
+    def distribution(self) -> KeyDistribution:
+        """The key distribution, --etcd-sequential-keys being sequential's other name."""
+        return KeyDistribution("sequential") if self.sequential_keys else self.key_distribution
+
+    @property
+    def range_name(self) -> str:
+        """The request name of a range of this shape, under ``range/`` with what changes what is measured;
+        '' for a read of one whole key (named by its consistency alone, as ever)."""
+        parts = []
+        if self.range_keys > 1:
+            parts.append(f"{self.range_keys} keys")
+        if self.range_limit:
+            parts.append(f"limit {self.range_limit}")
+        if self.range_count_only:
+            parts.append("count-only")
+        if self.range_keys_only:
+            parts.append("keys-only")
+        return "/".join(parts)
+
+    @property
     def key_width(self) -> int:
         """Digits of the key counter: what the key size leaves after the prefix."""
         return self.key_size - len(self.prefix)
@@ -143,6 +210,25 @@ class WorkloadSettings(OptionGroup):
                 f"--etcd-key-size: {shown(self.key_size)} is too small for the prefix {shown(self.prefix.decode())} "
                 f"({len(self.prefix)} bytes) plus a {counter_digits}-digit key counter; use at least "
                 f"{len(self.prefix) + counter_digits} or a shorter --etcd-prefix"
+            )
+        if self.sequential_keys and self.key_distribution.kind not in ("uniform", "sequential"):
+            raise SettingsError(
+                f"--etcd-sequential-keys: walks the keys in order, and --etcd-key-distribution asks for "
+                f"{self.key_distribution}; give only one of them"
+            )
+        if self.range_keys > self.key_space_size:
+            raise SettingsError(
+                f"--etcd-range-keys: {shown(self.range_keys)} consecutive keys do not fit in --etcd-key-space-size "
+                f"{self.key_space_size}; give at most {self.key_space_size} or a larger key space"
+            )
+        if self.range_limit and self.range_keys == 1:
+            raise SettingsError(
+                f"--etcd-range-limit: {shown(self.range_limit)} limits a range of one key; give --etcd-range-keys N "
+                "above 1 too"
+            )
+        if self.range_count_only and self.range_keys_only:
+            raise SettingsError(
+                "--etcd-range-keys-only: a --etcd-range-count-only range returns no keys at all; give only one of them"
             )
         if self.txn_ops > self.key_space_size:
             raise SettingsError(

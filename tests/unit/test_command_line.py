@@ -50,10 +50,14 @@ def refusal(parser, args: list[str], capsys) -> str:
         (["--etcd-consistency", "x"], "--etcd-consistency: 'x' is not one of: l, s"),
         (["--etcd-conns"], "--etcd-conns: expected one argument"),
         (["--etcd-keysize", "3"], "--etcd-keysize: no such option (did you mean --etcd-key-size?)"),
-        (["--etcd-ke", "3"], "--etcd-ke: could match --etcd-key, --etcd-key-size, --etcd-key-space-size"),
+        (
+            ["--etcd-ke", "3"],
+            "--etcd-ke: could match --etcd-key, --etcd-key-size, --etcd-key-space-size, --etcd-key-distribution",
+        ),
         (
             ["--etcd-k", "3"],
-            "--etcd-k: could match --etcd-key, --etcd-key-size, --etcd-key-space-size, --etcd-k8s-objects and 11 more",
+            "--etcd-k: could match --etcd-key, --etcd-key-size, --etcd-key-space-size, --etcd-key-distribution and 12 "
+            "more",
         ),
     ],
 )  # fmt: skip
@@ -80,6 +84,7 @@ def test_good_values_keep_their_types_and_choices_reach_the_form():
         "etcd_target": ("round-robin", "leader"),
         "etcd_local_members": (1, 3),
         "etcd_consistency": ("l", "s"),
+        "etcd_arrival": ("fixed", "poisson"),
     }
 
 

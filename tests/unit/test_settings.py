@@ -214,6 +214,31 @@ BAD_OPTIONS = [
     bad("etcd_rw_ratio", math.inf, f"--etcd-rw-ratio: inf {NOT_FINITE} 1.0"),
     bad("etcd_watch_streams", 0, "--etcd-watch-streams: 0 must be greater than zero"),
     bad("etcd_watchers_per_stream", -2, "--etcd-watchers-per-stream: -2 must be greater than zero"),
+    bad("etcd_key_distribution", "pareto", "--etcd-key-distribution: 'pareto' is not a key distribution; give uniform, "
+        "sequential, zipfian[:THETA] (0 < THETA < 1, e.g. zipfian:0.99), latest[:THETA] or "
+        "hotspot[:HOT_FRACTION:HOT_OPS] (e.g. hotspot:0.2:0.8)"),
+    bad("etcd_key_distribution", "zipfian:1", "--etcd-key-distribution: THETA 1 is outside (0, 1), where Gray et al.'s "
+        "zipfian draws; give e.g. zipfian:0.99"),
+    bad("etcd_key_distribution", "zipfian:nan", "--etcd-key-distribution: 'nan' in 'zipfian:nan' is not a finite "
+        "number"),
+    bad("etcd_key_distribution", "zipfian:", "--etcd-key-distribution: '' in 'zipfian:' is not a finite number"),
+    bad("etcd_key_distribution", "hotspot:0.2", "--etcd-key-distribution: hotspot takes HOT_FRACTION:HOT_OPS or "
+        "nothing; give e.g. hotspot:0.2:0.8"),
+    bad("etcd_key_distribution", "hotspot:1:0.8", "--etcd-key-distribution: HOT_FRACTION must be in (0, 1) and HOT_OPS "
+        "in [0, 1], 'hotspot:1:0.8' gives 1 and 0.8"),
+    bad("etcd_key_distribution", "uniform:2", "--etcd-key-distribution: uniform takes no parameter"),
+    bad("etcd_key_distribution", LONG, f"--etcd-key-distribution: {SHORT_LONG} is not a key distribution"),
+    bad("etcd_key_distribution", "zipfian", "--etcd-sequential-keys: walks the keys in order, and "
+        "--etcd-key-distribution asks for zipfian:0.99; give only one of them", etcd_sequential_keys=True),
+    bad("etcd_arrival", "burst", "--etcd-arrival: 'burst' is not one of: fixed, poisson"),
+    bad("etcd_range_keys", 0, "--etcd-range-keys: 0 must be greater than zero"),
+    bad("etcd_range_keys", 10001, "--etcd-range-keys: 10001 consecutive keys do not fit in --etcd-key-space-size "
+        "10000; give at most 10000 or a larger key space"),
+    bad("etcd_range_limit", -1, "--etcd-range-limit: -1 must be zero or more"),
+    bad("etcd_range_limit", 10, "--etcd-range-limit: 10 limits a range of one key; give --etcd-range-keys N above 1 "
+        "too"),
+    bad("etcd_range_keys_only", True, "--etcd-range-keys-only: a --etcd-range-count-only range returns no keys at all; "
+        "give only one of them", etcd_range_count_only=True),
     bad("etcd_mix", "put:45,scan:55", "--etcd-mix: 'scan:55' is not NAME:WEIGHT"),
     bad("etcd_mix", "put:nan,range:1", "--etcd-mix: 'put:nan' is not NAME:WEIGHT with a finite weight"),
     bad("etcd_mix", "put:inf", "--etcd-mix: 'put:inf' is not NAME:WEIGHT with a finite weight"),
@@ -318,6 +343,7 @@ BAD_OPTIONS = [
 # options without a bad value: flags, which are on or off
 NO_BAD_VALUE = {
     *("--etcd-sequential-keys", "--etcd-allow-existing", "--etcd-cleanup", "--etcd-skip-preflight"),
+    "--etcd-range-count-only",
     "--etcd-local-pprof",
     "--etcd-k8s-compact-allowed",
     "--etcd-disrupt-allowed",
