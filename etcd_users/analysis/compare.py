@@ -370,7 +370,8 @@ def method_notes(comparison: Comparison) -> list[str]:
             f"interval (seconds): moving-block bootstrap over each side's whole seconds ({REPLICATES} replicates, "
             f"seed {SEED}, blocks of ceil(n^(1/3)) seconds, never across runs): percentiles of the merged exact HDR "
             "histograms of the drawn seconds, QPS and error rate from their counts; the runs' partial first and "
-            "last seconds are left out."
+            "last seconds are left out. It holds each run's own noise, not what changed on the machine between "
+            "the runs: where other work shares the machine, compare interleaved repeats."
         )
     if REPEATS in comparison.methods:
         notes.append(
