@@ -20,6 +20,7 @@ from etcd_users.settings import (
     MonitoringSettings,
     OptionGroup,
     SummarySettings,
+    WatchSettings,
     WorkloadSettings,
 )
 from etcd_users.shapes.options import ShapeSettings
@@ -92,6 +93,7 @@ FEATURES = (
     Feature("connection and endpoints", ConnectionSettings),
     Feature("gates", GateSettings),
     Feature("workload and keys", WorkloadSettings),
+    Feature("watchers", WatchSettings, "etcd_users.watchers.run:WatchersRun"),
     Feature("monitoring of the members", MonitoringSettings),
     Feature("Prometheus exporter", ExporterSettings),
     Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.kubernetes.run:KubernetesRun"),

@@ -12,6 +12,7 @@ from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
 from etcd_users.settings.summary import SummarySettings
+from etcd_users.settings.watch import WatchSettings
 from etcd_users.settings.workload import WorkloadSettings
 
 # each further put of a txn adds this much to etcd's raft entry
@@ -28,6 +29,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
     k8s: KubeSettings
     disruptions: DisruptionSettings
     summary: SummarySettings
+    watch: WatchSettings
 
     @classmethod
     def build(cls, values, namespace, **context):
@@ -41,6 +43,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
             ),
             disruptions=DisruptionSettings.from_options(namespace),
             summary=SummarySettings.from_options(namespace),
+            watch=WatchSettings.from_options(namespace),
         )
         settings.check_keys()
         _check_request_sizes(settings)
