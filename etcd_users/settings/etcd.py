@@ -48,6 +48,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
         settings.check_keys()
         _check_request_sizes(settings)
         _check_disruption_gates(settings)
+        _check_watch_keys(settings)
         _check_member_gates(settings)
         return settings.with_credentials()
 
@@ -69,6 +70,14 @@ def _check_disruption_gates(settings: EtcdSettings) -> None:
         raise SettingsError(
             f"--etcd-sla: {shown(gate.text)} judges each disruption, and --etcd-disrupt schedules none; add one such "
             "as --etcd-disrupt defrag:leader@60s, or drop the gate"
+        )
+
+
+def _check_watch_keys(settings: EtcdSettings) -> None:
+    if settings.watch.keys > settings.key_space_size:
+        raise SettingsError(
+            f"--etcd-watch-keys: {shown(settings.watch.keys)} keys are more than the key space's "
+            f"{settings.key_space_size} (--etcd-key-space-size); give at most that, or 0 for the whole prefix"
         )
 
 

@@ -4,26 +4,26 @@ The number of streams and of watchers per stream are the workload's ``--etcd-wat
 ``--etcd-watchers-per-stream``, shared with ``EtcdWatchUser``.
 """
 
-import math
 from dataclasses import dataclass
 
+from etcd_users.arguments import shown
 from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch, zero_or_more
+
+REVISION_LIMIT = 2**63 - 1  # etcd's revisions are int64
 
 
 def _start_revision(flag: str, value: int) -> int:
-    return value  # 0: from now; N > 0: from revision N; -N: N revisions before the current one
-
-
-def _delay(flag: str, value: float) -> float:
-    zero_or_more(flag, value)
-    if not math.isfinite(value):
-        raise SettingsError(f"{flag}: {value!r} would never read the next event; give seconds such as 0.01")
+    """0: from now; N > 0: from revision N; -N: N revisions before the current one."""
+    if abs(value) > REVISION_LIMIT:
+        raise SettingsError(f"{flag}: {shown(value)} is beyond etcd's 64-bit revisions; give e.g. -1000 or 1")
     return value
 
 
 def _fraction(flag: str, value: float) -> float:
-    if not 0.0 <= value <= 1.0:  # NaN fails this too
-        raise SettingsError(f"{flag}: {value!r} is not a share of the streams; give a number from 0 to 1 such as 0.1")
+    if not 0.0 <= value <= 1.0:
+        raise SettingsError(
+            f"{flag}: {shown(value)} is not a share of the streams; give a number from 0 to 1 such as 0.1"
+        )
     return value
 
 
@@ -59,7 +59,7 @@ class WatchSettings(OptionGroup):
         0.0,
         "Seconds a slow stream spends on each event before it reads the next response, so that its watchers fall "
         "behind (0: read at once).",
-        parse=_delay,
+        parse=zero_or_more,
     )
     slow_fraction: float = option(
         "--etcd-watch-slow-fraction",

@@ -1,7 +1,7 @@
 """Prefix watchers on the bridge's loop thread: ``streams`` Watch streams of ``watchers`` watchers on one range.
 
 Each response costs a few attribute reads and dictionary updates: the events are counted, the lag of the last one
-kept, each watcher's revisions checked to rise (the audit's order), and only when this process also writes are the
+kept, each watcher's revisions checked never to go back (the audit's order), and only when this process also writes are the
 events' arrival times kept to be matched to its puts. A slow stream sleeps ``delay`` seconds per event before it
 reads on, so etcd's buffers for it fill and its watchers fall behind, as a slow client's do.
 """
@@ -95,8 +95,9 @@ class PrefixWatchers:
             watch_id = response.watch_id
             previous = latest.get(watch_id, 0)
             for event in events:
+                # a transaction's or a range delete's events share one revision: equal is in order
                 revision = event.kv.mod_revision
-                if revision > previous:
+                if revision >= previous:
                     self._in_order += 1
                     previous = revision
                 else:
