@@ -1,8 +1,8 @@
 """Prefix watchers on the bridge's loop thread: ``streams`` Watch streams of ``watchers`` watchers on one range.
 
 Each response costs a few attribute reads and dictionary updates: the events are counted, the lag of the last one
-kept, each watcher's revisions checked never to go back (the audit's order), and only when this process also writes are the
-events' arrival times kept to be matched to its puts. A slow stream sleeps ``delay`` seconds per event before it
+kept, each watcher's revisions checked never to go back (the audit's order), and only when this process also writes
+are the events' arrival times kept to be matched to its puts. A slow stream sleeps ``delay`` seconds per event before it
 reads on, so etcd's buffers for it fill and its watchers fall behind, as a slow client's do.
 """
 
