@@ -31,6 +31,7 @@ from etcd_users.transport.errors import (
 )
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.streams import KeepAliveStream, WatchFanOut
+from etcd_users.watchers import state as watchers
 
 REQUEST_TYPE = "etcd"
 _OUTAGE_PAUSE = 0.05
@@ -57,6 +58,7 @@ class EtcdClient:
         self._watch: WatchFanOut | None = None
         self._watch_connection = None
         self._random = random.Random().random
+        self._acknowledged = 0.0  # time.perf_counter() at the last call's status, on the loop thread
         # the audit's record of the run (made at its start, before the users): each acknowledged write goes in after
         # its response, on this thread, outside the call's timing
         self._record = record.current(environment)
@@ -75,9 +77,23 @@ class EtcdClient:
     def put(self, key: bytes, value: bytes, *, lease: int = 0, name: str = "put") -> rpc_pb2.PutResponse | None:
         self._check_prefix(key)
         response = self._call("Put", rpc_pb2.PutRequest(key=key, value=value, lease=lease), name)
-        if response is not None and self._ledger is not None:
-            self._ledger.put(key, response.header.revision)
+        if response is not None:
+            if self._ledger is not None:
+                self._ledger.put(key, response.header.revision)
+            watching = watchers.current.latencies
+            if watching is not None:  # this process's watchers' events of this put are timed from its acknowledgement
+                watchers.current.local_writes = True
+                watching.acknowledged(response.header.revision, self._acknowledged, self._fire_watch_event)
         return response
+
+    def _fire_watch_event(self, seconds: float) -> None:
+        self._fire(
+            request_type=REQUEST_TYPE,
+            name="watch/event",
+            response_time=seconds * 1000.0,
+            response_length=0,
+            exception=None,
+        )
 
     def range(
         self,
@@ -313,6 +329,7 @@ class EtcdClient:
         intended-time latency ends there too, so intended minus service is the schedule's lateness alone.
         """
         pool = self.session.pool
+        self._acknowledged = ended
         context = self._take_context(ended)
         if error is None:
             if pool.outage_started is not None:

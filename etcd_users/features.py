@@ -20,6 +20,7 @@ from etcd_users.settings import (
     MonitoringSettings,
     OptionGroup,
     SummarySettings,
+    WatchSettings,
     WorkloadSettings,
 )
 from etcd_users.shapes.options import ShapeSettings
@@ -96,6 +97,7 @@ FEATURES = (
     # the gates' hooks watch the workers: a run that lost some is not the run planned, whatever its figures
     Feature("gates", GateSettings, "etcd_users.reporting.worker_watch:WorkerWatch"),
     Feature("workload and keys", WorkloadSettings),
+    Feature("watchers", WatchSettings, "etcd_users.watchers.run:WatchersRun"),
     Feature("monitoring of the members", MonitoringSettings),
     Feature("Prometheus exporter", ExporterSettings),
     Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.kubernetes.run:KubernetesRun"),

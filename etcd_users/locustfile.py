@@ -15,6 +15,7 @@ from etcd_users.users import (  # noqa: F401  (Locust collects the User classes 
     EtcdRangeUser,
     EtcdTxnMixedUser,
     EtcdTxnPutUser,
+    EtcdWatcherUser,
     EtcdWatchUser,
     LinearizableRangeUser,
     SerializableRangeUser,

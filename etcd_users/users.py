@@ -19,6 +19,7 @@ from etcd_users import plugin
 from etcd_users.arrivals import first_arrival, intervals
 from etcd_users.client import EtcdClient
 from etcd_users.kubernetes.client import KubernetesClient
+from etcd_users.watchers.client import WatcherClient
 
 # the --etcd-* options and the run's life cycle, once, before Locust creates its runner
 plugin.install(events)
@@ -165,6 +166,23 @@ class EtcdWatchUser(EtcdUser):
 
     def on_stop(self) -> None:
         self.etcd.stop_streams()
+
+
+class EtcdWatcherUser(EtcdUser):
+    """Watches the prefix (or ``--etcd-watch-keys`` keys) with ``--etcd-watch-streams`` × ``--etcd-watchers-per-stream``
+    watchers and writes nothing: the writers are any other workload, in this run or another. One ``watch/event``
+    row per event of a put of this process, timed from the put's acknowledgement; the events, their lag in revisions
+    and the watchers etcd cancelled in the ``watchers:`` line."""
+
+    @task
+    def watch(self) -> None:
+        self.watchers = WatcherClient(self.etcd)
+        self.watchers.run(lambda: self._state == LOCUST_STATE_RUNNING)
+
+    def on_stop(self) -> None:
+        watchers = getattr(self, "watchers", None)
+        if watchers is not None:
+            watchers.stop()
 
 
 class EtcdMixedUser(EtcdUser):

@@ -34,6 +34,7 @@ from etcd_users.settings.gates import (
 from etcd_users.settings.kubernetes import KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
 from etcd_users.settings.summary import SummarySettings
+from etcd_users.settings.watch import WatchSettings
 from etcd_users.settings.workload import DEFAULT_PREFIX, WorkloadSettings, parse_prefix
 
 # the --etcd-* groups in the order Locust's help and web UI show them: where the load goes and what it is judged by
@@ -42,6 +43,7 @@ GROUPS = (
     ConnectionSettings,
     GateSettings,
     WorkloadSettings,
+    WatchSettings,
     MonitoringSettings,
     ExporterSettings,
     KubeSettings,
@@ -63,6 +65,7 @@ __all__ = [
     "GateSettings",
     "MonitoringSettings",
     "SummarySettings",
+    "WatchSettings",
     "WorkloadSettings",
     "parse_junit_path",
     "LATENCY_UNITS",

@@ -12,6 +12,7 @@ from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
 from etcd_users.settings.summary import SummarySettings
+from etcd_users.settings.watch import WatchSettings
 from etcd_users.settings.workload import WorkloadSettings
 
 # each further put of a txn adds this much to etcd's raft entry
@@ -28,6 +29,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
     k8s: KubeSettings
     disruptions: DisruptionSettings
     summary: SummarySettings
+    watch: WatchSettings
 
     @classmethod
     def build(cls, values, namespace, **context):
@@ -41,10 +43,12 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
             ),
             disruptions=DisruptionSettings.from_options(namespace),
             summary=SummarySettings.from_options(namespace),
+            watch=WatchSettings.from_options(namespace),
         )
         settings.check_keys()
         _check_request_sizes(settings)
         _check_disruption_gates(settings)
+        _check_watch_keys(settings)
         _check_member_gates(settings)
         return settings.with_credentials()
 
@@ -66,6 +70,14 @@ def _check_disruption_gates(settings: EtcdSettings) -> None:
         raise SettingsError(
             f"--etcd-sla: {shown(gate.text)} judges each disruption, and --etcd-disrupt schedules none; add one such "
             "as --etcd-disrupt defrag:leader@60s, or drop the gate"
+        )
+
+
+def _check_watch_keys(settings: EtcdSettings) -> None:
+    if settings.watch.keys > settings.key_space_size:
+        raise SettingsError(
+            f"--etcd-watch-keys: {shown(settings.watch.keys)} keys are more than the key space's "
+            f"{settings.key_space_size} (--etcd-key-space-size); give at most that, or 0 for the whole prefix"
         )
 
 

@@ -164,10 +164,13 @@ class WorkloadSettings(OptionGroup):
         parse=zero_or_more,
     )
     watch_streams: int = option(
-        "--etcd-watch-streams", 1, "Watch streams opened by each EtcdWatchUser.", parse=positive
+        "--etcd-watch-streams", 1, "Watch streams opened by each EtcdWatchUser or EtcdWatcherUser.", parse=positive
     )
     watchers_per_stream: int = option(
-        "--etcd-watchers-per-stream", 1, "Watchers on the user's key in each watch stream.", parse=positive
+        "--etcd-watchers-per-stream",
+        1,
+        "Watchers in each watch stream (on the user's key for EtcdWatchUser).",
+        parse=positive,
     )
     mix: tuple[tuple[str, float], ...] = option(
         "--etcd-mix",

@@ -1,0 +1,135 @@
+"""Prefix watchers on the bridge's loop thread: ``streams`` Watch streams of ``watchers`` watchers on one range.
+
+Each response costs a few attribute reads and dictionary updates: the events are counted, the lag of the last one
+kept, each watcher's revisions checked never to go back (the audit's order), and only when this process also writes
+are the events' arrival times kept to be matched to its puts. A slow stream sleeps ``delay`` seconds per event before it
+reads on, so etcd's buffers for it fill and its watchers fall behind, as a slow client's do.
+"""
+
+import asyncio
+import time
+
+from etcd3.etcdrpc import rpc_pb2
+
+from etcd_users.audit.watch_counts import WatchCounts
+from etcd_users.transport.pool import Connection
+from etcd_users.watchers.state import ProcessWatchers
+from etcd_users.watchers.tally import bucket, cancel_label
+
+
+class PrefixWatchers:
+    def __init__(
+        self,
+        connection: Connection,
+        request: rpc_pb2.WatchCreateRequest,
+        streams: int,
+        watchers: int,
+        delays: list[float],
+        process: ProcessWatchers,
+        counts: WatchCounts | None = None,
+    ) -> None:
+        self.expected = streams * watchers
+        self._request = rpc_pb2.WatchRequest(create_request=request)
+        self._watchers = watchers
+        self._process = process
+        self._counts = counts
+        self._created = 0
+        self._all_created = asyncio.get_running_loop().create_future()
+        self._in_order = self._disordered = self._broken = 0
+        self._worst: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: watch id -> largest lag
+        self._cancelled = False
+        self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
+        loop = asyncio.get_running_loop()
+        self._readers = [
+            loop.create_task(self._read(call, delay, worst))
+            for call, delay, worst in zip(self._calls, delays, self._worst, strict=True)
+        ]
+        process.live.add(self)
+
+    async def start(self, timeout: float) -> None:
+        """Create every watcher and wait until etcd confirms them all."""
+        for call in self._calls:
+            for _ in range(self._watchers):
+                await call.write(self._request)
+        await asyncio.wait_for(asyncio.shield(self._all_created), timeout)
+
+    async def _read(self, call, delay: float, worst: dict[int, int]) -> None:
+        try:
+            await self._read_responses(call, delay, worst)
+        finally:
+            if not self._cancelled:
+                self._broken += 1
+
+    async def _read_responses(self, call, delay: float, worst: dict[int, int]) -> None:
+        process = self._process
+        tally = process.tally
+        by_response = tally.by_response
+        latest: dict[int, int] = {}  # watch id -> revision of its latest event
+        async for response in call:
+            header_revision = response.header.revision
+            if header_revision > process.newest:
+                process.newest = header_revision
+            events = response.events
+            if not events:
+                if response.created:
+                    self._created += 1
+                    tally.watchers += 1
+                    if self._created == self.expected and not self._all_created.done():
+                        self._all_created.set_result(None)
+                if response.canceled:
+                    self._broken += 1
+                    label = cancel_label(response.cancel_reason, response.compact_revision)
+                    tally.cancelled[label] = tally.cancelled.get(label, 0) + 1
+                    process.cancelled.append(label)
+                    if not self._all_created.done():
+                        self._all_created.set_result(None)  # a watcher etcd refused is not waited for
+                elif not response.created:
+                    tally.progress += 1
+                continue
+            count = len(events)
+            now = time.time()
+            if tally.first is None:
+                tally.first = now
+            tally.last = now
+            tally.events += count
+            watch_id = response.watch_id
+            previous = latest.get(watch_id, 0)
+            for event in events:
+                # a transaction's or a range delete's events share one revision: equal is in order
+                revision = event.kv.mod_revision
+                if revision >= previous:
+                    self._in_order += 1
+                    previous = revision
+                else:
+                    self._disordered += 1
+            latest[watch_id] = previous
+            lag = bucket(process.newest - previous)
+            by_response[lag] = by_response.get(lag, 0) + 1
+            if lag > worst.get(watch_id, -1):
+                worst[watch_id] = lag
+            if process.local_writes:
+                arrival = time.perf_counter()
+                append = process.latencies.arrivals.append
+                for event in events:
+                    append((event.kv.mod_revision, arrival, b"", False))
+            if delay:
+                await asyncio.sleep(delay * count)
+
+    def cancel(self) -> None:
+        """Close the streams; add each watcher's largest lag to the tally and the order to the audit's counts."""
+        if self._cancelled:
+            return
+        self._cancelled = True
+        for call in self._calls:
+            call.cancel()
+        for reader in self._readers:
+            reader.cancel()
+        by_watcher = self._process.tally.by_watcher
+        for worst in self._worst:
+            for lag in worst.values():
+                by_watcher[lag] = by_watcher.get(lag, 0) + 1
+        self._process.live.discard(self)
+        if self._counts is not None:
+            # which puts a prefix watcher should have seen is not known here: the order alone is judged
+            self._counts.add(WatchCounts(self.expected, self._in_order, self._disordered, 0, self._broken))
+            self._counts = None

@@ -1,0 +1,40 @@
+"""The watchers' tally, pure: lag buckets, percentiles, etcd's cancel reasons, sums across processes."""
+
+from etcd_users.watchers.state import ProcessWatchers
+from etcd_users.watchers.tally import COMPACTED_LABEL, WatchTally, bucket, cancel_label, percentile
+
+
+def test_lags_are_exact_below_100_and_two_digits_above():
+    assert [bucket(lag) for lag in (0, 7, 99, 100, 123, 4567, 98765)] == [0, 7, 99, 100, 120, 4500, 98000]
+
+
+def test_percentiles_of_the_buckets():
+    buckets = {0: 90, 5: 9, 40: 1}
+    assert (percentile(buckets, 0.5), percentile(buckets, 0.99), percentile(buckets, 1.0)) == (0, 5, 40)
+    assert percentile({}, 0.99) == 0
+
+
+def test_a_cancel_is_counted_under_etcds_reason():
+    assert cancel_label("", 42) == COMPACTED_LABEL == "mvcc: required revision has been compacted"
+    assert cancel_label("etcdserver: permission denied", 0) == "etcdserver: permission denied"
+    assert cancel_label("", 0) == "etcdserver: watch canceled"
+
+
+def test_tallies_add_up_across_processes_through_their_reports():
+    one = WatchTally(watchers=500, events=1000, first=10.0, last=12.0, by_response={0: 9, 3: 1}, by_watcher={3: 1})
+    two = WatchTally(watchers=500, events=3000, first=11.0, last=14.0, by_response={0: 5}, cancelled={"x": 2})
+    total = WatchTally()
+    for tally in (one, two):
+        total.add(WatchTally.from_dict(tally.to_dict()))
+    assert (total.watchers, total.events, total.events_per_second) == (1000, 4000, 1000.0)
+    assert total.by_response == {0: 14, 3: 1} and total.watchers_behind == 1 and total.cancelled == {"x": 2}
+    assert total.line().startswith("watchers: 1000 watchers, 4000 events (1000.0/s), 0 progress notifications, ")
+    assert "behind: P50 0 P99 3 max 3 revisions, 1 watchers behind (worst 3), cancelled: x 2" in total.line()
+
+
+def test_the_slow_streams_are_the_share_asked_spread_evenly():
+    process = ProcessWatchers()
+    slow = [process.is_slow(stream, 0.25) for stream in range(8)]
+    assert slow.count(True) == 2 and slow != sorted(slow, reverse=True)
+    assert not any(process.is_slow(stream, 0.0) for stream in range(8))
+    assert all(process.is_slow(stream, 1.0) for stream in range(8))
