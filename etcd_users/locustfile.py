@@ -16,6 +16,7 @@ from etcd_users.users import (  # noqa: F401  (Locust collects the User classes 
     EtcdTxnMixedUser,
     EtcdTxnPutUser,
     EtcdWatchUser,
+    EtcdYcsbUser,
     LinearizableRangeUser,
     SerializableRangeUser,
 )

@@ -10,7 +10,8 @@ pytestmark = pytest.mark.e2e
 
 CLASSES = (
     "EtcdDeleteUser, EtcdKubernetesNodeUser, EtcdKubernetesUser, EtcdLeaseUser, EtcdMixedUser, EtcdPutUser, "
-    "EtcdRangeUser, EtcdTxnMixedUser, EtcdTxnPutUser, EtcdWatchUser, LinearizableRangeUser, SerializableRangeUser"
+    "EtcdRangeUser, EtcdTxnMixedUser, EtcdTxnPutUser, EtcdWatchUser, EtcdYcsbUser, LinearizableRangeUser, "
+    "SerializableRangeUser"
 )
 
 
