@@ -129,7 +129,14 @@ def reader(distribution: KeyDistribution, size: int, generator: random.Random, n
         return lambda: scrambled(rank())
     if kind == "latest":
         rank = zipfian_ranks(size, distribution.theta, uniform)
-        return lambda: (newest() - rank()) % size
+
+        def latest() -> int:
+            # back from the newest key: around the end of a key space written in cycles, never past key 0 of one that
+            # grows (YCSB's inserts, whose newest key is beyond the first ``size``)
+            index = newest() - rank()
+            return index if index >= 0 else index + size
+
+        return latest
     hot = hot_keys(size, distribution.hot_fraction)
     cold = size - hot
     hot_ops = distribution.hot_ops if hot else 0.0

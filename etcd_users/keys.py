@@ -44,6 +44,7 @@ class KeySpace:
         self._sample = generator.sample
         # the newest key of "latest": the key space is written in order before the reads, so the last key first
         self._newest = size - 1
+        self._inserts = itertools.count(size).__next__
         self.next_index = reader(self.distribution, size, generator, self._newest_index)
         next_index = self.next_index
         if self.distribution.kind == "uniform":  # the default, inlined: one call per key, as before distributions
@@ -84,6 +85,21 @@ class KeySpace:
 
     def _newest_index(self) -> int:
         return self._newest
+
+    def new_index(self) -> int:
+        """The index of a new key past the loaded ones (YCSB's insert): the key space grows from ``size`` on."""
+        return self._inserts()
+
+    def inserted(self, index: int) -> None:
+        """A new key is written: "latest" reads and scans reach it from now on (YCSB's acknowledged inserts)."""
+        if index > self._newest:
+            self._newest = index
+
+    def scan_of(self, count: int) -> tuple[bytes, bytes]:
+        """[key, range_end) of ``count`` consecutive keys from a drawn one, inserted keys included, moved back to end
+        at the newest key written."""
+        first = max(0, min(self.next_index(), self._newest - count + 1))
+        return self.key(first), self.key(first + count - 1) + b"\0"
 
     def key(self, index: int) -> bytes:
         return self.prefix + b"%0*d" % (self.width, index)

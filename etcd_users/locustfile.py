@@ -17,6 +17,7 @@ from etcd_users.users import (  # noqa: F401  (Locust collects the User classes 
     EtcdTxnPutUser,
     EtcdWatcherUser,
     EtcdWatchUser,
+    EtcdYcsbUser,
     LinearizableRangeUser,
     SerializableRangeUser,
 )

@@ -1,6 +1,6 @@
 """Which workloads a run starts: the User classes named on the command line, never all of them by accident.
 
-Locust runs every User class of the locustfile when none is named (all thirteen workloads of ``locustfile.py``, with the
+Locust runs every User class of the locustfile when none is named (all fourteen workloads of ``locustfile.py``, with the
 read workloads' 10,000 keys written first), and answers a misspelt name with "Unknown User(s)" and exit code 1,
 which this tool's exit codes keep for failed requests. Here instead:
 

@@ -5,10 +5,12 @@ one: ``locust -f locustfile.py EtcdPutUser``.
 """
 
 from locust import User, constant, events, task
+from locust.exception import StopUser
 from locust.user.users import LOCUST_STATE_RUNNING
 
 import bisect
 import itertools
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -20,6 +22,9 @@ from etcd_users.arrivals import first_arrival, intervals
 from etcd_users.client import EtcdClient
 from etcd_users.kubernetes.client import KubernetesClient
 from etcd_users.watchers.client import WatcherClient
+from etcd_users.ycsb_client import YcsbClient
+
+logger = logging.getLogger(__name__)
 
 # the --etcd-* options and the run's life cycle, once, before Locust creates its runner
 plugin.install(events)
@@ -206,6 +211,23 @@ class EtcdMixedUser(EtcdUser):
         draw = random.Random().random
         total = cumulative[-1]
         self.repeat(lambda: choices[bisect.bisect(cumulative, draw() * total)]())
+
+
+class EtcdYcsbUser(EtcdUser):
+    """YCSB's core workload ``--etcd-ycsb A``…``F``: reads, updates, inserts, scans and read-modify-writes in the
+    workload's proportions (``ycsb/read``, ``ycsb/update``, …), after the key space is loaded (YCSB's load phase)."""
+
+    def __init__(self, environment) -> None:
+        super().__init__(environment)
+        self.etcd = YcsbClient(environment)
+
+    @task
+    def ycsb(self) -> None:
+        if self.etcd.session.settings.ycsb is None:
+            logger.error("locust-etcd: error: EtcdYcsbUser needs --etcd-ycsb: give one of A, B, C, D, E, F")
+            raise StopUser()
+        self.etcd.session.ensure_key_space()
+        self.repeat(self.etcd.operation())
 
 
 class EtcdKubernetesUser(EtcdUser):

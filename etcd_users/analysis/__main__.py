@@ -47,6 +47,9 @@ from etcd_users.analysis.suite import markdown as suite_markdown
 from etcd_users.analysis.suite import write_files as write_suite_files
 from etcd_users.analysis.tables import comparison_table, errors_table
 from etcd_users.analysis.tolerance import ToleranceError, defaults_text, parse_tolerances
+from etcd_users.analysis.ycsb import DECIMALS as YCSB_DECIMALS
+from etcd_users.analysis.ycsb import is_ycsb_suite, ycsb_table
+from etcd_users.analysis.ycsb import markdown as ycsb_markdown
 from etcd_users.files import INTENDED, SERVICE
 
 PROG = "python -m analysis"
@@ -395,9 +398,17 @@ def run_suite(args: argparse.Namespace) -> int:
     if suite.notes:
         print()
         print(markdown_notes(suite.notes))
+    ycsb = ycsb_table(suite.directory, args.warmup, args.series) if is_ycsb_suite(suite.axis_names) else None
+    if ycsb is not None:  # YCSB's workloads: also the table in YCSB's terms
+        print()
+        print(ycsb_markdown(ycsb))
     out = args.out or suite.directory / "analysis"
     try:
         written = write_suite_files(suite, metrics, out)
+        if ycsb is not None:
+            (out / "ycsb.md").write_text(f"# YCSB core workloads on etcd\n\n{ycsb_markdown(ycsb)}\n", encoding="utf-8")
+            write_csv(ycsb, out / "ycsb.csv", YCSB_DECIMALS)
+            written += ["ycsb.md", "ycsb.csv"]
     except OSError as error:  # an --out that cannot be written: a full disk, a read-only suite directory
         raise AnalysisError(f"cannot write the files to {out}: {error}") from None
     print(f"wrote {', '.join(written)} to {out}", file=sys.stderr)

@@ -19,6 +19,7 @@ from etcd_users.settings.declare import (
     switch,
     zero_or_more,
 )
+from etcd_users.ycsb import INSERT_HEADROOM, YcsbWorkload, parse_workload
 
 DEFAULT_PREFIX = "/locust-etcd/"
 CONSISTENCIES = ("l", "s")
@@ -65,6 +66,13 @@ def _user_rate(flag: str, value: float) -> float:
 def _key_distribution(flag: str, text: str) -> KeyDistribution:
     try:
         return parse_key_distribution(text)
+    except ValueError as error:
+        raise SettingsError(f"{flag}: {error}") from None
+
+
+def _ycsb(flag: str, text: str) -> YcsbWorkload | None:
+    try:
+        return parse_workload(text)
     except ValueError as error:
         raise SettingsError(f"{flag}: {error}") from None
 
@@ -179,11 +187,24 @@ class WorkloadSettings(OptionGroup):
         "range/serializable, delete, txn-put.",
         parse=parse_mix,
     )
+    ycsb: YcsbWorkload | None = option(
+        "--etcd-ycsb",
+        "",
+        "YCSB core workload of EtcdYcsbUser: A (50 % read, 50 % update), B (95/5), C (read only), D (95 % read, 5 % "
+        "insert, latest), E (95 % scan, 5 % insert), F (50 % read, 50 % read-modify-write); zipfian keys unless "
+        "D, or another --etcd-key-distribution. The key space (--etcd-key-space-size records) is loaded first.",
+        parse=_ycsb,
+    )
 
     @property
     def distribution(self) -> KeyDistribution:
-        """The key distribution, --etcd-sequential-keys being sequential's other name."""
-        return KeyDistribution("sequential") if self.sequential_keys else self.key_distribution
+        """The key distribution, --etcd-sequential-keys being sequential's other name; a YCSB workload's own unless
+        another was asked for."""
+        if self.sequential_keys:
+            return KeyDistribution("sequential")
+        if self.ycsb is not None and self.key_distribution.kind == "uniform":
+            return self.ycsb.distribution
+        return self.key_distribution
 
     @property
     def range_name(self) -> str:
@@ -214,6 +235,14 @@ class WorkloadSettings(OptionGroup):
                 f"({len(self.prefix)} bytes) plus a {counter_digits}-digit key counter; use at least "
                 f"{len(self.prefix) + counter_digits} or a shorter --etcd-prefix"
             )
+        if self.ycsb is not None and self.ycsb.inserts:
+            records = self.key_space_size * INSERT_HEADROOM
+            if self.key_size < len(self.prefix) + len(str(records - 1)):
+                raise SettingsError(
+                    f"--etcd-key-size: {shown(self.key_size)} leaves no room for the keys YCSB {self.ycsb.letter}'s "
+                    f"inserts add after the {self.key_space_size} loaded records; use at least "
+                    f"{len(self.prefix) + len(str(records - 1))} or a shorter --etcd-prefix"
+                )
         if self.sequential_keys and self.key_distribution.kind not in ("uniform", "sequential"):
             raise SettingsError(
                 f"--etcd-sequential-keys: walks the keys in order, and --etcd-key-distribution asks for "

@@ -10,7 +10,8 @@ pytestmark = pytest.mark.e2e
 
 CLASSES = (
     "EtcdDeleteUser, EtcdKubernetesNodeUser, EtcdKubernetesUser, EtcdLeaseUser, EtcdMixedUser, EtcdPutUser, "
-    "EtcdRangeUser, EtcdTxnMixedUser, EtcdTxnPutUser, EtcdWatchUser, EtcdWatcherUser, LinearizableRangeUser, "
+    "EtcdRangeUser, EtcdTxnMixedUser, EtcdTxnPutUser, EtcdWatchUser, EtcdWatcherUser, EtcdYcsbUser, "
+    "LinearizableRangeUser, "
     "SerializableRangeUser"
 )
 

@@ -230,6 +230,8 @@ BAD_OPTIONS = [
     bad("etcd_key_distribution", LONG, f"--etcd-key-distribution: {SHORT_LONG} is not a key distribution"),
     bad("etcd_key_distribution", "zipfian", "--etcd-sequential-keys: walks the keys in order, and "
         "--etcd-key-distribution asks for zipfian:0.99; give only one of them", etcd_sequential_keys=True),
+    bad("etcd_ycsb", "G", "--etcd-ycsb: 'G' is not one of YCSB's core workloads; give one of A, B, C, D, E, F"),
+    bad("etcd_ycsb", LONG, f"--etcd-ycsb: {SHORT_LONG} is not one of YCSB's core workloads"),
     bad("etcd_arrival", "burst", "--etcd-arrival: 'burst' is not one of: fixed, poisson"),
     bad("etcd_range_keys", 0, "--etcd-range-keys: 0 must be greater than zero"),
     bad("etcd_range_keys", 10001, "--etcd-range-keys: 10001 consecutive keys do not fit in --etcd-key-space-size "
