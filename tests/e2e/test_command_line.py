@@ -20,7 +20,7 @@ def test_a_headless_run_that_names_no_class_lists_them_and_exits_2():
     line = refusal_line(run_locust(*HEADLESS, "-u", "1", "-t", "1s", timeout=60))
     assert line == (
         "locust-etcd: error: name the User classes to run at the end of the command line, e.g. EtcdPutUser (with "
-        f"none, Locust runs all 13 of locustfile.py); known: {CLASSES}"
+        f"none, Locust runs all 14 of locustfile.py); known: {CLASSES}"
     )
 
 
