@@ -3,11 +3,9 @@ verdict line: whether the members' HashKV agreed, acknowledged writes were lost,
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
-from etcd_users.analysis.load import AnalysisError, Run
+from etcd_users.analysis.load import AnalysisError, Run, optional_json
 
 COLUMNS = (
     *("run", "audit", "HashKV", "acknowledged writes", "lost", "gone after others' deletes"),
@@ -20,14 +18,13 @@ FAILED = "FAILED"
 def load_audit(run: Run) -> dict | None:
     """The audit's record; None when the run was not audited."""
     path = run.path("audit")
-    if not path.is_file():
+    document = optional_json(path)
+    if document is None:
         return None
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise AnalysisError(f"{path} is not readable JSON: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("passed"), bool) or "line" not in document:
-        raise AnalysisError(f"{path} is not an audit record (no 'passed' and 'line'): was it written by --etcd-audit?")
+        raise AnalysisError(
+            f"{path} is not an audit record (no 'passed' and 'line'): was it written by the tool's audit?"
+        )
     return document
 
 

@@ -7,14 +7,13 @@ an error): those counted between the action's start and the moment its window's 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
 from etcd_users.analysis.hlog import intervals
-from etcd_users.analysis.load import AnalysisError, Run
+from etcd_users.analysis.load import AnalysisError, Run, optional_json
 from etcd_users.disruptions.cost import RECOVERED_RATIO, Second, cost
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SERVICE, SUFFIXES, tag_text
 from etcd_users.hdr import add
@@ -29,12 +28,9 @@ COLUMNS = (
 def load_windows(prefix: str) -> list[dict] | None:
     """The windows of ``PREFIX_disruptions.json``; None when the run had no disruptions."""
     path = Path(prefix + SUFFIXES["disruptions"])
-    if not path.is_file():
+    document = optional_json(path)
+    if document is None:
         return None
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise AnalysisError(f"{path} is not readable JSON: {error}") from None
     if not isinstance(document, dict) or document.get("schema") != DISRUPTIONS_SCHEMA_VERSION:
         raise AnalysisError(f"{path} is not a disruptions file of schema {DISRUPTIONS_SCHEMA_VERSION}")
     return [window for window in document.get("windows", []) if isinstance(window, dict)]

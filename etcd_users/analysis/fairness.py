@@ -9,12 +9,11 @@ summary gets one line saying its fairness could not be checked and what the comp
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from etcd_users.analysis import client
-from etcd_users.analysis.load import AnalysisError, Run
+from etcd_users.analysis.load import AnalysisError, Run, optional_json
 from etcd_users.files import SUFFIXES, SUMMARY_SCHEMA_VERSION
 
 # options that do not change the load or the cluster: outputs, reporting, connection details, safety switches
@@ -54,12 +53,9 @@ def parse_changed(text: str | None) -> set[str]:
 def read_summary(run: Run) -> dict | None:
     """The run's summary, None when it has none; a summary of another schema is refused."""
     path = Path(run.prefix + SUFFIXES["summary"])
-    if not path.is_file():
+    document = optional_json(path)
+    if document is None:
         return None
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AnalysisError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(document, dict) or document.get("schema") != SUMMARY_SCHEMA_VERSION:
         found = document.get("schema") if isinstance(document, dict) else None
         raise AnalysisError(f"{path} has summary schema {found!r}; this reader knows {SUMMARY_SCHEMA_VERSION}")

@@ -145,14 +145,22 @@ def _writer(kind: str) -> str:
     return "this tool's etcd users" if kind.startswith("latency") else "Locust (--csv)"
 
 
-def _read_shape(run: Run) -> dict | None:
-    path = run.path("shape")
+def optional_json(path: Path) -> object | None:
+    """A JSON file a run may have written (the shape's record, the disruptions, the audit, the summary): None when it
+    is absent, AnalysisError in one line when it cannot be read."""
     if not path.is_file():
         return None
     try:
-        shape = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AnalysisError(f"{path} is not valid JSON: {exc}") from None
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON or bad UTF-8
+        raise AnalysisError(f"{path} is not readable JSON: {exc}") from None
+
+
+def _read_shape(run: Run) -> dict | None:
+    path = run.path("shape")
+    shape = optional_json(path)
+    if shape is None:
+        return None
     if not isinstance(shape, dict) or any(key not in shape for key in SHAPE_REQUIRED_KEYS):
         keys = " and ".join(SHAPE_REQUIRED_KEYS)
         raise AnalysisError(f"{path} was not written by this tool's load shapes: no {keys}")
