@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 from collections import Counter
@@ -441,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     except AnalysisError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of the output went away (| head): what was left unprinted is not wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush finds no pipe
+        return 0
 
 
 if __name__ == "__main__":
