@@ -23,12 +23,13 @@ from etcd_users.local import LocalCluster
 REPO = Path(__file__).resolve().parent.parent
 
 
-def locust_run(endpoint: str, prefix: Path, seconds: int, users: int, value_size: int) -> None:
+def locust_run(endpoint: str, prefix: Path, seconds: int, users: int, value_size: int, rate: float) -> None:
+    pacing = ("--etcd-user-rate", str(rate)) if rate else ()
     command = [
         *(sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary"),
         *("-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--csv", str(prefix)),
         *("--etcd-endpoints", endpoint, "--etcd-prefix", f"/false-alarms/{prefix.name}/", "--etcd-cleanup"),
-        *("--etcd-val-size", str(value_size), "--etcd-skip-preflight", "EtcdPutUser"),
+        *("--etcd-val-size", str(value_size), "--etcd-skip-preflight", *pacing, "EtcdPutUser"),
     ]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=seconds + 120)
     if done.returncode not in (0, 1):
@@ -48,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--users", type=int, default=16)
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="requests/s per user (--etcd-user-rate); 0: as fast as they can, which a single process may not keep up",
+    )
     parser.add_argument("--known-change", action="store_true", help="also compare against 64 KiB values")
     parser.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
     args = parser.parse_args(argv)
@@ -60,12 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for index in range(args.runs):
             prefix = directory / f"aa{index}"
-            locust_run(endpoint, prefix, args.seconds, args.users, 1024)
+            locust_run(endpoint, prefix, args.seconds, args.users, 1024, args.rate)
             runs.append(prefix)
             print(f"run {index + 1}/{args.runs}: {prefix}", flush=True)
         if args.known_change:
             changed = directory / "big_values"
-            locust_run(endpoint, changed, args.seconds, args.users, 65536)
+            locust_run(endpoint, changed, args.seconds, args.users, 65536, args.rate)
     finally:
         cluster.stop()
 
