@@ -156,6 +156,10 @@ class EtcdPlugin:
             too_many = open_files.connections_error(settings.conns, len(settings.endpoints), self.open_files)
             if too_many:
                 self.fail(too_many)
+            for user_class in environment.user_classes:  # a workload that needs an option the run lacks
+                lacking = getattr(user_class, "options_error", None)
+                if lacking is not None and lacking(settings):
+                    self.fail(lacking(settings))
             check_prefix_free(settings)
         except (SettingsError, EndpointError, ClusterError) as error:
             self.fail(str(error))

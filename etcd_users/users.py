@@ -26,6 +26,8 @@ from etcd_users.ycsb_client import YcsbClient
 
 logger = logging.getLogger(__name__)
 
+YCSB_MISSING = "--etcd-ycsb: EtcdYcsbUser needs a workload; give one of A, B, C, D, E, F (e.g. --etcd-ycsb A)"
+
 # the --etcd-* options and the run's life cycle, once, before Locust creates its runner
 plugin.install(events)
 
@@ -43,6 +45,11 @@ class EtcdUser(User):
     def __init__(self, environment) -> None:
         super().__init__(environment)
         self.etcd = EtcdClient(environment)
+
+    @classmethod
+    def options_error(cls, settings) -> str | None:
+        """What this workload lacks among the run's settings, in one line; the plugin refuses the run at start."""
+        return None
 
     def repeat(self, operation: Callable[[], object]) -> None:
         """Run ``operation`` until the user is stopped: back to back, or at ``--etcd-user-rate`` per second.
@@ -221,10 +228,14 @@ class EtcdYcsbUser(EtcdUser):
         super().__init__(environment)
         self.etcd = YcsbClient(environment)
 
+    @classmethod
+    def options_error(cls, settings) -> str | None:
+        return None if settings.ycsb is not None else YCSB_MISSING
+
     @task
     def ycsb(self) -> None:
-        if self.etcd.session.settings.ycsb is None:
-            logger.error("locust-etcd: error: EtcdYcsbUser needs --etcd-ycsb: give one of A, B, C, D, E, F")
+        if self.etcd.session.settings.ycsb is None:  # a web UI's run may change the options after the start
+            logger.error("locust-etcd: error: %s", YCSB_MISSING)
             raise StopUser()
         self.etcd.session.ensure_key_space()
         self.repeat(self.etcd.operation())

@@ -96,3 +96,14 @@ def test_the_ycsb_suite_prints_one_row_group_per_workload(etcd1, tmp_path):
         "F (read-modify-write)": ["OVERALL", "READ", "READ-MODIFY-WRITE"],
     }
     assert (out / "analysis" / "ycsb.csv").is_file() and (out / "analysis" / "ycsb.md").is_file()
+
+
+@pytest.mark.slow
+def test_the_ycsb_user_without_a_workload_is_refused_at_start_in_one_line(etcd1):
+    args = ("--etcd-endpoints", etcd1.endpoints[0], "--etcd-prefix", "/ycsb-none/", "EtcdYcsbUser")
+    result = run_locust("-f", "locustfile.py", "--headless", "-u", "1", "-r", "1", "-t", "5s", *args, timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert_no_traceback(result.stderr)
+    errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+    said = "--etcd-ycsb: EtcdYcsbUser needs a workload; give one of A, B, C, D, E, F (e.g. --etcd-ycsb A)"
+    assert errors == [f"locust-etcd: error: {said}"]
