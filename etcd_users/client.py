@@ -7,6 +7,7 @@ raise into the user's task: a run that hits etcd errors keeps running and counts
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import random
+import time
 from collections.abc import Callable, Iterable
 
 import gevent
@@ -17,7 +18,7 @@ from etcd_users import session
 from etcd_users.audit import record
 from etcd_users.audit.ledger import Ledger
 from etcd_users.audit.watch_counts import WatchCounts
-from etcd_users.keys import KeySpace
+from etcd_users.keys import KeySpace, next_page_key
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
 from etcd_users.transport.bridge import CallOutcome
 from etcd_users.transport.errors import (
@@ -59,6 +60,7 @@ class EtcdClient:
         self._watch_connection = None
         self._random = random.Random().random
         self._acknowledged = 0.0  # time.perf_counter() at the last call's status, on the loop thread
+        self._failure = ""  # the error label of the last call that failed
         # the audit's record of the run (made at its start, before the users): each acknowledged write goes in after
         # its response, on this thread, outside the call's timing
         self._record = record.current(environment)
@@ -129,7 +131,12 @@ class EtcdClient:
             serializable = settings.consistency == "s"
         if not settings.range_name:
             return lambda: get(keys.next_key(), serializable=serializable)
-        name = f"range/{settings.range_name}/{RANGE_NAMES[serializable].partition('/')[2]}"
+        consistency = RANGE_NAMES[serializable].partition("/")[2]
+        name = f"range/{settings.range_name}/{consistency}"
+        if settings.range_paginate:
+            limit, keys_only, list_name = settings.range_limit, settings.range_keys_only, settings.list_name
+            list_name = f"range/{list_name}/{consistency}"
+            return lambda: self.paged_list(limit, serializable, keys_only, name, list_name)
         shape = {
             "serializable": serializable,
             "limit": settings.range_limit,
@@ -141,6 +148,44 @@ class EtcdClient:
         if count == 1:
             return lambda: get(keys.next_key(), **shape)
         return lambda: get(*range_of(count), **shape)
+
+    def paged_list(
+        self, limit: int, serializable: bool, keys_only: bool, page_name: str, list_name: str
+    ) -> list[rpc_pb2.RangeResponse] | None:
+        """The whole key space in pages of ``limit`` keys, as kube-apiserver lists: each page from the last key + NUL,
+        every page after the first at the first one's revision (a consistent list), until etcd says there is no more.
+
+        Each page is reported under ``page_name``; the list under ``list_name``, timed from the first page's send to
+        the last page's answer, its response length all the pages' bytes (and its intended-time latency, when a
+        schedule sent it). A failed page fails the list under the page's error; the pages are returned, or None.
+        """
+        keys = self.keys
+        request = rpc_pb2.RangeRequest(
+            key=keys.prefix, range_end=keys.range_end, serializable=serializable, limit=limit, keys_only=keys_only
+        )
+        intended, self.intended_start = self.intended_start, None  # the list is what the schedule sent, not a page
+        pages: list[rpc_pb2.RangeResponse] = []
+        started = time.perf_counter()
+        while True:
+            page = self._call("Range", request, page_name)
+            if page is None:
+                break
+            pages.append(page)
+            if not page.more or not page.kvs:
+                break
+            request.key = next_page_key(page.kvs[-1].key)
+            request.revision = pages[0].header.revision
+        context = {INTENDED_CONTEXT_KEY: (self._acknowledged - intended) * 1000.0} if intended is not None else {}
+        failed = page is None
+        self._fire(
+            request_type=REQUEST_TYPE,
+            name=list_name,
+            response_time=(self._acknowledged - started) * 1000.0,
+            response_length=0 if failed else sum(answer.ByteSize() for answer in pages),
+            exception=self._failure if failed else None,
+            context=context,
+        )
+        return None if failed else pages
 
     def delete(self, key: bytes, range_end: bytes = b"", *, name: str = "delete") -> rpc_pb2.DeleteRangeResponse | None:
         self._check_prefix(key, range_end)
@@ -343,7 +388,7 @@ class EtcdClient:
                 context=context,
             )
             return result
-        label = error_label(error)
+        self._failure = label = error_label(error)
         if label in LEADER_LOST_LABELS or label in SLOW_MEMBER_LABELS:
             self.session.bridge.post(pool.rediscover)
         self._fire(

@@ -22,6 +22,12 @@ def prefix_range_end(prefix: bytes) -> bytes:
     return b"\0"
 
 
+def next_page_key(last_key: bytes) -> bytes:
+    """Where the next page of a paged list starts: the smallest key after the last one returned (kube-apiserver's
+    continue token holds the same)."""
+    return last_key + b"\0"
+
+
 _KEPT_RANKS = 65536  # zipfian keys kept per key space: the hottest, at most 16 MiB of 256-byte keys
 
 

@@ -153,8 +153,17 @@ class WorkloadSettings(OptionGroup):
     range_limit: int = option(
         "--etcd-range-limit",
         0,
-        "At most this many keys in each range response (etcd's limit; 0: all); needs --etcd-range-keys above 1.",
+        "At most this many keys in each range response (etcd's limit; 0: all); needs --etcd-range-keys above 1 or "
+        "--etcd-range-paginate.",
         parse=zero_or_more,
+    )
+    range_paginate: bool = option(
+        "--etcd-range-paginate",
+        False,
+        "Each read of the range workloads lists the whole key space (the prefix) in pages of --etcd-range-limit keys, "
+        "every page after the first at the first one's revision, as Kubernetes' paged lists do (request names "
+        "'range/page N/…' per page and 'range/list N/…' per list).",
+        parse=switch,
     )
     range_count_only: bool = option(
         "--etcd-range-count-only", False, "Ranges return only how many keys they hold (count_only).", parse=switch
@@ -211,15 +220,39 @@ class WorkloadSettings(OptionGroup):
         """The request name of a range of this shape, under ``range/`` with what changes what is measured;
         '' for a read of one whole key (named by its consistency alone, as ever)."""
         parts = []
+        if self.range_paginate:
+            parts.append(f"page {self.range_limit}")
         if self.range_keys > 1:
             parts.append(f"{self.range_keys} keys")
-        if self.range_limit:
+        if self.range_limit and not self.range_paginate:
             parts.append(f"limit {self.range_limit}")
         if self.range_count_only:
             parts.append("count-only")
         if self.range_keys_only:
             parts.append("keys-only")
         return "/".join(parts)
+
+    @property
+    def list_name(self) -> str:
+        """The request name of a whole paged list, beside its pages' ``range_name``."""
+        return self.range_name.replace("page ", "list ", 1)
+
+    def _check_pagination(self) -> None:
+        """A paged list needs a page size, and reads the whole prefix: no range of its own, no count alone."""
+        if self.range_limit <= 0:
+            raise SettingsError(
+                "--etcd-range-paginate: pages need a size; give --etcd-range-limit N above 0 (Kubernetes lists 500)"
+            )
+        if self.range_keys > 1:
+            raise SettingsError(
+                f"--etcd-range-paginate: lists the whole prefix, and --etcd-range-keys asks for ranges of "
+                f"{self.range_keys} keys; give only one of them"
+            )
+        if self.range_count_only:
+            raise SettingsError(
+                "--etcd-range-paginate: a --etcd-range-count-only range returns no last key to go on from; give only "
+                "one of them"
+            )
 
     @property
     def key_width(self) -> int:
@@ -253,7 +286,9 @@ class WorkloadSettings(OptionGroup):
                 f"--etcd-range-keys: {shown(self.range_keys)} consecutive keys do not fit in --etcd-key-space-size "
                 f"{self.key_space_size}; give at most {self.key_space_size} or a larger key space"
             )
-        if self.range_limit and self.range_keys == 1:
+        if self.range_paginate:
+            self._check_pagination()
+        elif self.range_limit and self.range_keys == 1:
             raise SettingsError(
                 f"--etcd-range-limit: {shown(self.range_limit)} limits a range of one key; give --etcd-range-keys N "
                 "above 1 too"

@@ -86,3 +86,19 @@ def test_poisson_arrivals_keep_the_mean_rate(etcd1, tmp_out):
     expected = users * rate * seconds
     assert 0.6 * expected <= count <= 1.3 * expected, (count, expected)
     assert int(rows["put"]["Failure Count"]) == 0
+
+
+@pytest.mark.slow
+def test_a_paged_list_reads_the_key_space_in_pages_and_reports_each_list(etcd1, tmp_out):
+    val_size = 100
+    args = ("--etcd-prefix", "/traffic-pages/", "--etcd-key-space-size", "1200", "--etcd-val-size", str(val_size))
+    # users finish the list they are in when the run ends, so that every list counts its three pages
+    args += ("--etcd-cleanup", "--etcd-range-paginate", "--etcd-range-limit", "500", "--stop-timeout", "10")
+    _, rows = run(etcd1, tmp_out / "pages", *args, "EtcdRangeUser", users=2, seconds=2)
+    assert set(rows) == {"range/page 500/linearizable", "range/list 500/linearizable"}
+    pages, lists = rows["range/page 500/linearizable"], rows["range/list 500/linearizable"]
+    assert int(pages["Failure Count"]) == int(lists["Failure Count"]) == 0
+    # 1,200 keys in pages of 500: 500, 500 and 200
+    assert int(pages["Request Count"]) == 3 * int(lists["Request Count"]) > 0
+    # each list moves the 1,200 keys and values, with their revisions and versions and three headers
+    assert 1200 * (KEY_SIZE + val_size) < float(lists["Average Content Size"]) < 1200 * (KEY_SIZE + val_size + 40)

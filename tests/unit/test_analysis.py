@@ -15,6 +15,7 @@ The .hlog files are generated here from the same per-second values (`write_hlog`
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import xml.etree.ElementTree as ElementTree
@@ -32,7 +33,10 @@ from etcd_users.analysis.distribution import HdrDistribution
 from etcd_users.analysis.hlog import HlogKey, merge, merge_intervals
 from etcd_users.analysis.load import AnalysisError, load_run
 from etcd_users.analysis.measure import measure_run
+from etcd_users.analysis.skew import run_distribution
 from etcd_users.analysis.tables import comparison_table, errors_table
+from etcd_users.distributions import parse_key_distribution
+from etcd_users.files import SUMMARY_SCHEMA_VERSION
 from etcd_users.hdr import histogram_of
 
 REPO = Path(__file__).resolve().parents[2]
@@ -515,3 +519,35 @@ def test_empty_csv_file(runs: Path) -> None:
 def test_broken_hlog(runs: Path) -> None:
     (runs / "one_member_latency.hlog").write_text("Tag=etcd:put:service,1700000000.000,1.000,2.000,bm90IGhkcg==\n")
     assert_one_line_error(cli(runs / "one_member", "--warmup=2"), "one_member_latency.hlog is not a readable")
+
+
+# --- how skewed a run's keys were --------------------------------------------------------------------------------
+
+
+def test_a_skewed_run_gets_one_note_with_its_hottest_share_from_its_summary(runs: Path) -> None:
+    options = {"etcd_key_distribution": "zipfian", "etcd_key_space_size": 1000, "etcd_key_size": 32}
+    summary_document = {"schema": SUMMARY_SCHEMA_VERSION, "options": options, "environment": {}}
+    (runs / "one_member_summary.json").write_text(json.dumps(summary_document))
+    result = cli(runs / "one_member", runs / "three_members", "--labels", "zipf,plain")
+    assert result.returncode == 0, result.stderr
+    share = 100 * parse_key_distribution("zipfian:0.99").hottest_share(1000)
+    note = f"zipf: keys drawn zipfian:0.99: in theory {share:.1f}% of the requests to the hottest 1% of the 1000 keys."
+    assert note in result.stdout
+    assert result.stdout.count("keys drawn") == 1  # the run without a summary has no note
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"etcd_key_distribution": "hotspot:0.1:0.9", "etcd_key_space_size": 500}, ("hotspot:0.1:0.9", 500)),
+        ({"etcd_key_distribution": "uniform", "etcd_key_space_size": 500, "etcd_ycsb": "a"}, ("zipfian:0.99", 500)),
+        ({"etcd_key_distribution": "uniform", "etcd_key_space_size": 500, "etcd_ycsb": ""}, None),
+        ({"etcd_key_distribution": "sequential", "etcd_key_space_size": 500}, None),
+        ({"etcd_sequential_keys": True, "etcd_key_space_size": 500, "etcd_ycsb": "a"}, None),
+        ({"etcd_key_distribution": "zipfian:nan", "etcd_key_space_size": 500}, None),  # written by hand: no note
+        ({"etcd_key_distribution": "zipfian"}, None),  # no key space size: no share to tell
+    ],
+)
+def test_the_distribution_of_a_run_comes_from_its_options(options: dict, expected) -> None:
+    found = run_distribution(options)
+    assert (None if found is None else (str(found[0]), found[1])) == expected

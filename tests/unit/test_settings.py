@@ -11,6 +11,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from etcd_users.arguments import shown
+from etcd_users.keys import next_page_key
 from etcd_users.reporting.server_metrics import member_urls
 from etcd_users.settings import (
     DEFAULT_PREFIX,
@@ -241,6 +242,12 @@ BAD_OPTIONS = [
         "too"),
     bad("etcd_range_keys_only", True, "--etcd-range-keys-only: a --etcd-range-count-only range returns no keys at all; "
         "give only one of them", etcd_range_count_only=True),
+    bad("etcd_range_paginate", True, "--etcd-range-paginate: pages need a size; give --etcd-range-limit N above 0 "
+        "(Kubernetes lists 500)"),
+    bad("etcd_range_paginate", True, "--etcd-range-paginate: lists the whole prefix, and --etcd-range-keys asks for "
+        "ranges of 100 keys; give only one of them", etcd_range_limit=10, etcd_range_keys=100),
+    bad("etcd_range_paginate", True, "--etcd-range-paginate: a --etcd-range-count-only range returns no last key to "
+        "go on from; give only one of them", etcd_range_limit=10, etcd_range_count_only=True),
     bad("etcd_watch_keys", -1, "--etcd-watch-keys: -1 must be zero or more"),
     bad("etcd_watch_keys", 10001, "--etcd-watch-keys: 10001 keys are more than the key space's 10000"),
     bad("etcd_watch_start_rev", -(2**63), "--etcd-watch-start-rev: -9223372036854775808 is beyond etcd's 64-bit"),
@@ -684,3 +691,13 @@ def test_a_malformed_gate_is_one_line_naming_it(text, why):
     assert ": expected NAME:METRIC<VALUE such as put:p99<15ms" in message
     assert "\n" not in message
     assert isinstance(raised.value, SettingsError)  # so the run stops at start with exit code 2
+
+
+def test_a_paged_list_is_named_by_its_page_size_and_goes_on_after_the_last_key():
+    settings = settings_from_options(options(etcd_range_paginate=True, etcd_range_limit=500))
+    assert (settings.range_name, settings.list_name) == ("page 500", "list 500")
+    keys_only = settings_from_options(options(etcd_range_paginate=True, etcd_range_limit=2, etcd_range_keys_only=True))
+    assert (keys_only.range_name, keys_only.list_name) == ("page 2/keys-only", "list 2/keys-only")
+    # the smallest key after the last one: nothing between them is skipped, the last one is not read twice
+    last = b"/locust-etcd/0042"
+    assert last < next_page_key(last) < last + b"\x00\x00" < b"/locust-etcd/0043"
