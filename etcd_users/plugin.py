@@ -19,7 +19,7 @@ from typing import TypeVar
 import gevent
 import greenlet
 
-from etcd_users import open_files, session
+from etcd_users import collector, open_files, session
 from etcd_users.disruptions.runner import Disruptions
 from etcd_users.features import FeatureHooks, add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
@@ -188,6 +188,7 @@ class EtcdPlugin:
         """A new run may come with new options (the web UI's form, or the master's): reconnect with them."""
         self.recorder.on_test_start()
         self.client_cpu.on_test_start()
+        collector.on_test_start()
         if not self._has_etcd_options(environment):
             return
         is_worker = isinstance(environment.runner, WorkerRunner)
@@ -234,6 +235,7 @@ class EtcdPlugin:
 
     def on_spawning_complete(self, **_kwargs) -> None:
         self.recorder.on_spawning_complete()
+        collector.on_spawning_complete()
 
     def on_reset_stats(self, **_kwargs) -> None:
         self.recorder.on_reset_stats()
@@ -249,11 +251,13 @@ class EtcdPlugin:
     def on_test_stop(self, environment, **_kwargs) -> None:
         self._stop_run()
         self.recorder.on_test_stop()
+        collector.on_test_stop()
 
     # -- the end --
 
     def on_quitting(self, environment, **_kwargs) -> None:
         """Judge the gates on the final figures: the exit code is decided right after this event."""
+        collector.on_test_stop()  # a process that quits without stopping its run: objects are looked up next
         runner = environment.runner
         if isinstance(runner, MasterRunner) and len(runner.greenlet):
             runner.quit()  # the workers' last reports first (Locust's own listener would do it after this one)

@@ -241,6 +241,10 @@ def _python_variant(args: list[str]) -> tuple[list[str], str, str]:
         for option, value in (("--seconds", "1"), ("--warmup", "0.5"), ("--repeat", "1"), ("--ops", "put")):
             _set_option(args, option, value)
         _set_option(args, "--conns", "1")
+    if module == "benchmarks.concurrency":
+        for option, value in (("--users", "200"), ("--base-users", "20"), ("--rate", "100"), ("--seconds", "1")):
+            _set_option(args, option, value)
+        _set_option(args, "--repeat", "1")
     if module == "benchmarks.memory":
         for option, value in (("--users", "50"), ("--rate", "1"), ("--sample-seconds", "1")):
             _set_option(args, option, value)

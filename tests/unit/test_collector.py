@@ -1,0 +1,33 @@
+"""The collector's settings over a run: set aside once the users are up, back at the run's end."""
+
+import gc
+
+import pytest
+
+from etcd_users import collector
+
+
+@pytest.fixture
+def restored_gc():
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+
+
+def test_a_run_raises_the_young_threshold_and_keeps_the_others(restored_gc):
+    gc.set_threshold(700, 10, 10)
+    collector.on_test_start()
+    assert gc.get_threshold() == (collector.YOUNG_THRESHOLD, 10, 10)
+    gc.set_threshold(50_000, 10, 10)  # a locustfile's own, larger, is kept
+    collector.on_test_start()
+    assert gc.get_threshold() == (50_000, 10, 10)
+
+
+def test_the_spawned_users_are_set_aside_until_the_run_stops(restored_gc):
+    gc.unfreeze()
+    users = [{"user": n} for n in range(100)]
+    collector.on_spawning_complete()
+    assert gc.get_freeze_count() >= len(users)
+    collector.on_test_stop()
+    assert gc.get_freeze_count() == 0
