@@ -2,10 +2,12 @@
 
 With thousands of users, thousands of calls are in flight at any moment: the objects of each call outlive the young
 collections and are promoted, and full collections, each scanning every user, greenlet and client of the process,
-follow one another (a fifth of the process's CPU at 10,000 users). Once the users are spawned they live as long as
-the run: ``gc.freeze()`` sets them aside, so full collections only scan what came after. A larger first threshold
-gives a call's objects time to die young before a collection promotes them. The run's end unfreezes them; users a
-shape stops during the run stay set aside until then, a few kilobytes each.
+follow one another (a fifth of the process's CPU at 10,000 users). Once the users are spawned they live until the
+next change of users: ``gc.freeze()`` sets them aside, so full collections only scan what came after. A larger first
+threshold gives a call's objects time to die young before a collection promotes them. Each completed spawn first
+collects what is garbage by then (the users a shape stopped, once, not at every collection) and sets the rest aside
+again, so a run of an hour whose shape changes its users every minute keeps nothing it no longer needs; the run's end
+unfreezes them.
 """
 
 import gc
@@ -20,7 +22,9 @@ def on_test_start() -> None:
 
 
 def on_spawning_complete() -> None:
-    """The users are up: what exists now lives until the run stops."""
+    """The users are up: what exists now lives until the users change again."""
+    gc.unfreeze()
+    gc.collect()  # the users a shape stopped since the last spawn are garbage now, and not to be set aside
     gc.freeze()
 
 

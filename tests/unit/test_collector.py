@@ -1,6 +1,7 @@
 """The collector's settings over a run: set aside once the users are up, back at the run's end."""
 
 import gc
+import weakref
 
 import pytest
 
@@ -31,3 +32,20 @@ def test_the_spawned_users_are_set_aside_until_the_run_stops(restored_gc):
     assert gc.get_freeze_count() >= len(users)
     collector.on_test_stop()
     assert gc.get_freeze_count() == 0
+
+
+class _User:
+    """A stand-in for a user: it refers to itself, as a user and its client do, so only the collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_users_stopped_between_two_spawns_are_freed_not_set_aside(restored_gc):
+    gc.unfreeze()
+    users = [_User() for _ in range(100)]
+    collector.on_spawning_complete()  # the first level's users are up
+    gone = weakref.ref(users[0])
+    del users  # a shape stops them: garbage, held only by their own cycles
+    collector.on_spawning_complete()  # the next level's users are up
+    assert gone() is None
