@@ -124,6 +124,7 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             "etcd_target": ["round-robin", "leader"],
             "etcd_local_members": [1, 3],
             "etcd_consistency": ["l", "s"],
+            "etcd_arrival": ["fixed", "poisson"],
         }
         given = {"etcd_endpoints": endpoints, "etcd_cleanup": True}
         for dest, option in expected.items():
@@ -141,7 +142,7 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             "etcd disruptions",
         ]
         # the picker lists every class and ticks EtcdPutUser alone; the header shows the endpoints as the host
-        assert len(args["users"]) == 12 and args["available_user_classes"] == ["EtcdPutUser"]
+        assert len(args["users"]) == 14 and args["available_user_classes"] == ["EtcdPutUser"]
         assert (args["host"], args["missing_host_warning"]) == (endpoints, False)
         refused = ui.post("/swarm", [("user_count", "1"), ("spawn_rate", "1")])  # no class ticked
         assert not refused["success"] and "Tick the User classes" in refused["message"], refused
