@@ -244,7 +244,10 @@ def test_a_user_that_may_only_read_is_refused_at_start_naming_the_role_to_grant(
 
 
 def test_expired_tokens_are_renewed_without_failures(auth_etcd, certs, tmp_out):
-    """A put every 2.5 s on a connection whose token lives 1-2 s unused: the puts after the first meet expired ones."""
+    """A put every 2.5 s on a connection whose token lives 1-2 s unused: the puts meet expired tokens.
+
+    Even the first may, when the start after the pre-flight's authentication is slow.
+    """
 
     def puts_answered(code: str) -> float:
         samples = fetch_metrics(auth_etcd.metrics_urls[0])
@@ -277,7 +280,8 @@ def test_expired_tokens_are_renewed_without_failures(auth_etcd, certs, tmp_out):
     puts = assert_clean_puts(result, tmp_out)
     renewed = expired_token_puts() - before
     print(f"\n{puts} puts, {renewed:g} of them met an expired token and were retried")
-    assert puts >= 2  # the first, on a fresh token, and the one retried
+    # every put that met an expired token was retried on a renewed one and counted once, as a success
+    assert puts >= renewed >= 1
     etcd_client(auth_etcd.endpoints[0], certs, user="root", password=ROOT_PASSWORD).delete_prefix(PREFIX)
 
 
