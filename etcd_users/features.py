@@ -78,6 +78,10 @@ class FeatureHooks:
         """Called by the plugin, not by Locust: once the workers' last reports are in and the gates are judged,
         right before Locust decides the exit code (Locust runs ``quitting``'s listeners in reverse, features' first)."""
 
+    def on_run_files(self) -> None:
+        """Called by the plugin at quit, once the exact files are whole and right before it lists the run's files: a
+        feature writes a file of ``etcd_users.files`` here to have it listed."""
+
     def on_quit(self, **_kwargs) -> None:
         pass
 
