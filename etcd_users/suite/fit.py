@@ -39,8 +39,9 @@ def check_fit(suite: Suite, combos: list[Combination], limit: int) -> None:
             continue
         # the tool's line speaks of --processes; in a suite file the processes key (or axis) sets it
         total = conns * combo.processes
+        where = f"combination {combo.label}: " if suite.axes else ""
         raise SuiteError(
-            f"{suite.path}: combination {combo.label}: {error.removeprefix('--etcd-conns: ')}; in the suite, conns "
+            f"{suite.path}: {where}{error.removeprefix('--etcd-conns: ')}; in the suite, conns "
             f"is per endpoint per process ({combo.processes} process{'es' if combo.processes != 1 else ''}, "
             f"{total} per endpoint in all): raise processes and divide conns by as much"
         )

@@ -135,7 +135,7 @@ def test_a_cell_whose_connections_cannot_fit_a_process_is_refused_in_one_line(tm
         result = run_suite("run", str(suite), "--out", str(tmp_path / "out"), *([flag] if flag else []))
         assert result.returncode == 2, result.stderr
         assert result.stdout == "" and len(result.stderr.splitlines()) == 1
-        assert result.stderr.startswith(f"error: {suite}: combination (single combination): {conns * 3} connections")
+        assert result.stderr.startswith(f"error: {suite}: {conns * 3} connections per process")
         assert f"open-file limit of {hard}" in result.stderr and "raise processes and divide conns" in result.stderr
     assert not (tmp_path / "out").exists()
 
