@@ -220,11 +220,13 @@ def run_locust(args, cluster: Cluster, clients: int, settings: dict, logs: Path)
         raise process.failure(f"exited with code {code}")
     try:
         with open(f"{prefix}{SUFFIXES['latency']}", newline="") as latency:
-            put = next(row for row in csv.DictReader(latency) if row["Name"] == "put" and row["Series"] == "service")
+            rows = [row for row in csv.DictReader(latency) if row["Name"] == "put" and row["Series"] == "service"]
         with open(f"{prefix}{SUFFIXES['failures']}", newline="") as failures:
             errors = {row["Error"]: int(row["Occurrences"]) for row in csv.DictReader(failures)}
-    except (OSError, StopIteration, KeyError, ValueError):
-        raise process.failure("left no put row in its latency file") from None
+    except (OSError, KeyError, ValueError):
+        raise process.failure("left no latency or failures file") from None
+    # no put row: not one request completed in the run (its users were still starting): a rung of 0 req/s
+    put = rows[0] if rows else {"Count": "0", "First": "0", "Last": "0", "P99": "nan"}
     requests = int(put["Count"])
     seconds = float(put["Last"]) - float(put["First"])  # first to last request: as the Go tool's Total
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -234,7 +236,7 @@ def run_locust(args, cluster: Cluster, clients: int, settings: dict, logs: Path)
         "requests": requests,
         "seconds": seconds,
         "requests_per_second": requests / seconds if seconds > 0 else 0.0,
-        "p99_ms": float(put["P99"]),
+        "p99_ms": float(put["P99"]) if requests else None,
         "errors": errors,
         # the whole run, the start of every user and process included (as the Go tool's figure)
         "cpu_us_per_request": cpu / requests * 1e6 if requests else None,
