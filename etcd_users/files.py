@@ -25,6 +25,7 @@ SUFFIXES = {
     "client_cpu": "_client_cpu.csv",
     "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
     "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
+    "skew": "_skew.json",  # etcd_users.reporting.key_skew: the puts per key counted from the keys' versions
     "summary": "_summary.json",  # etcd_users.reporting.summary: the run in one file, written at its end
 }
 
