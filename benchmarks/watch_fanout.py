@@ -171,9 +171,13 @@ def wait_for_watchers(process: Child, url: str, wanted: float) -> None:
 def tally_line(process: Child) -> dict | None:
     """The watcher run's closing ``watchers: …`` line, parsed."""
     try:
-        lines = process.stderr_path.read_text(errors="replace").splitlines()
+        return parse_tally(process.stderr_path.read_text(errors="replace").splitlines())
     except OSError:
         return None
+
+
+def parse_tally(lines: list[str]) -> dict | None:
+    """The last ``watchers: …`` line (``WatchTally.line``) of ``lines``: its counts, and etcd's cancel reasons."""
     for line in reversed(lines):
         found = _TALLY_LINE.search(line)
         if found:
