@@ -100,7 +100,8 @@ FEATURES = (
     Feature("connection and endpoints", ConnectionSettings),
     # the gates' hooks watch the workers: a run that lost some is not the run planned, whatever its figures
     Feature("gates", GateSettings, "etcd_users.reporting.worker_watch:WorkerWatch"),
-    Feature("workload and keys", WorkloadSettings),
+    # the puts per key, counted from the keys' versions at the run's start and stop (PREFIX_skew.json)
+    Feature("workload and keys", WorkloadSettings, "etcd_users.reporting.key_skew:KeySkew"),
     Feature("watchers", WatchSettings, "etcd_users.watchers.run:WatchersRun"),
     Feature("monitoring of the members", MonitoringSettings),
     Feature("Prometheus exporter", ExporterSettings),

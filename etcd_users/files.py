@@ -25,6 +25,7 @@ SUFFIXES = {
     "client_cpu": "_client_cpu.csv",
     "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
     "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
+    "skew": "_skew.json",  # etcd_users.reporting.key_skew: the puts per key counted from the keys' versions
     "summary": "_summary.json",  # etcd_users.reporting.summary: the run in one file, written at its end
 }
 
@@ -178,6 +179,7 @@ SUMMARY_KEYS = (
     *("schema", "started_at", "ended_at", "duration_s", "options", "environment", "requests", "gates"),
     *("levels", "capacity", "disruptions", "audit", "members"),
     "lost_workers",  # later: absent from older files
+    "skew",  # later: the puts per key counted from the keys' versions (PREFIX_skew.json), absent from older files
 )
 # each of its "lost_workers": a worker that went silent mid-run (etcd_users.reporting.lost_workers), when (its last
 # heartbeat, unix seconds and seconds into the run), its users and the run's then, and when it came back (or null)

@@ -300,6 +300,7 @@ class RunSummary(FeatureHooks):
             "capacity": run_file("capacity"),
             "disruptions": run_file("disruptions"),
             "audit": run_file("audit"),
+            "skew": run_file("skew"),
             "members": member_figures(rows).to_dict() if rows is not None else None,
             "lost_workers": [lost.to_dict() for lost in watch.lost] if watch is not None else [],
         }

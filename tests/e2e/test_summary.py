@@ -45,6 +45,9 @@ def test_the_summary_holds_the_run_s_figures_and_member_gates_judge_the_worst_me
     assert cluster["size"] == 1 and cluster["leader"] == etcd1.endpoints[0]
     assert cluster["members"][0]["version"].startswith("3.") and cluster["members"][0]["is_leader"] is True
     assert summary["environment"]["load"]["processes"] == 1 and summary["environment"]["load"]["workers"] == 0
+    # the puts per key counted from the keys' versions: every put of the run, uniform keys
+    skew = summary["skew"]
+    assert skew["distribution"] == "uniform" and skew["theoretical_share"] == 0.01 and skew["writes"] > 0
 
     # the requests: exactly the figures of PREFIX_latency.csv, the Aggregated row included
     latency = read_csv_rows(tmp_out / "run_latency.csv")
