@@ -34,6 +34,11 @@ NOT_RUN = {
     "mkdocs build": ".ci/run builds the documentation (tests/unit/test_docs.py checks its reference)",
     "mkdocs serve": "serves until stopped; `mkdocs build` is the same site",
 }
+# commands a test runs in a shorter form and checks more closely (the same suite, its table): not run twice
+RUN_BY_TESTS = {
+    "etcd_users.suite run suites/ycsb.yaml": "tests/e2e/test_ycsb.py runs this suite's workloads and checks its table",
+    "analysis suite out/ycsb": "tests/e2e/test_ycsb.py runs this suite's workloads and checks its table",
+}
 # modules that serve until stopped: started, read until this line, then stopped
 SERVES_UNTIL = {"etcd_users.local": "LOCUST_ETCD_ENDPOINTS=", "etcd_users.cluster": "LOCUST_ETCD_ENDPOINTS="}
 
@@ -257,6 +262,9 @@ def quick_variant(command: Command, out: Path) -> Plan:
         return Plan(skip="marked as needing a real cluster")
     for prefix, reason in NOT_RUN.items():
         if re.search(rf"(^|/){re.escape(prefix)}\b", command.text):
+            return Plan(skip=reason)
+    for fragment, reason in RUN_BY_TESTS.items():
+        if re.search(rf"-m {re.escape(fragment)}(\s|$)", command.text):
             return Plan(skip=reason)
     plan = Plan()
     for segment in _segments(shlex.split(command.text, comments=True)):
