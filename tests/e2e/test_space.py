@@ -2,8 +2,8 @@
 120 puts/s of 4 KB values over 100 keys for 20 s, whose values alone outweigh the quota. Without compaction the db
 passes 80 % (one warning with the pace), fills (one NOSPACE alarm at ERROR with the commands that recover) and the run
 goes on counting the refused writes; with the local etcd's own compaction, or with ``--etcd-compact-interval 1`` on
-the master, it stays far below (those runs are stopped once their values outweigh 60 % of the quota). And ``python -m etcd_users.local`` with a quota and a compaction of its own. The pure
-parts are ``tests/unit/test_space.py``."""
+the master, it stays far below (those runs stop once their values outweigh 60 % of the quota). And ``python -m
+etcd_users.local`` with a quota and a compaction of its own. The pure parts are ``tests/unit/test_space.py``."""
 
 import base64
 import json
