@@ -1,4 +1,4 @@
-"""Shared fixtures: throwaway local etcd clusters and an output directory."""
+"""Shared fixtures: throwaway local etcd clusters, an output directory, and the small suite's runs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from __future__ import annotations
 import locust  # noqa: F401
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +34,8 @@ def _import_grpc_without_fork_support() -> None:
 
 
 _import_grpc_without_fork_support()  # before any test module imports grpc
+
+from support import REPO, SMALL_SUITE  # noqa: E402
 
 from etcd_users.local import ClusterError, LocalCluster  # noqa: E402
 
@@ -80,3 +84,21 @@ def tmp_out(tmp_path: Path) -> Path:
     out = tmp_path / "out"
     out.mkdir()
     return out
+
+
+@pytest.fixture(scope="session")
+def small_suite(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """tests/fixtures/suites/small.yaml run once for the session (8 real runs, each on a local etcd of its own): its
+    output directory and the runner's result. The suite's tests and its analysis' tests read the same runs; a test
+    may add files (a rerun, an analysis) but must not remove any."""
+    out = tmp_path_factory.mktemp("small-suite") / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "etcd_users.suite", "run", str(SMALL_SUITE), "--out", str(out)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    return out, result

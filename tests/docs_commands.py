@@ -35,6 +35,16 @@ NOT_RUN = {
     "mkdocs serve": "serves until stopped; `mkdocs build` is the same site",
     "build_go_benchmark.sh": "builds etcd's Go tool from Debian's packages and etcd's git history",
 }
+_YCSB = "tests/e2e/test_ycsb.py runs this suite's workloads and checks its table"
+_COMPARE = "tests/e2e/test_compare.py compares 1 KiB and 64 KiB values the same way and checks the verdicts"
+# commands (a pattern of their text) that a test runs in its own form and checks more closely: not run twice
+RUN_BY_TESTS = {
+    r"-m etcd_users\.suite run suites/ycsb\.yaml\b": _YCSB,
+    r"-m analysis suite out/ycsb\b": _YCSB,
+    r"--csv out/before\b": _COMPARE,
+    r"--csv out/after\b": _COMPARE,
+    r"-m analysis compare out/before out/after\b": _COMPARE,
+}
 # modules that serve until stopped: started, read until this line, then stopped
 SERVES_UNTIL = {"etcd_users.local": "LOCUST_ETCD_ENDPOINTS=", "etcd_users.cluster": "LOCUST_ETCD_ENDPOINTS="}
 
@@ -276,6 +286,9 @@ def quick_variant(command: Command, out: Path) -> Plan:
         return Plan(skip="marked as needing a real cluster")
     for prefix, reason in NOT_RUN.items():
         if re.search(rf"(^|/){re.escape(prefix)}\b", command.text):
+            return Plan(skip=reason)
+    for pattern, reason in RUN_BY_TESTS.items():
+        if re.search(pattern, command.text):
             return Plan(skip=reason)
     plan = Plan()
     for segment in _segments(shlex.split(command.text, comments=True)):

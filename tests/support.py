@@ -24,6 +24,8 @@ from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy"
+# users 2/4 × user_class EtcdPutUser/SerializableRangeUser, 2 repeats: 8 runs of 2 s (run once: the small_suite fixture)
+SMALL_SUITE = REPO / "tests" / "fixtures" / "suites" / "small.yaml"
 HEADLESS = ("-f", "locustfile.py", "--headless", "--only-summary")
 OUTPUT_TAIL_CHARS = 4000
 

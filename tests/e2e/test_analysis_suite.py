@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
-from support import REPO
 from support import run_analysis as cli
-
-SMALL = REPO / "tests" / "fixtures" / "suites" / "small.yaml"
 
 pytestmark = pytest.mark.e2e
 
@@ -20,16 +13,8 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.slow
-def test_real_small_suite_end_to_end(tmp_path: Path) -> None:
-    out = tmp_path / "small"
-    run = subprocess.run(
-        [sys.executable, "-m", "etcd_users.suite", "run", str(SMALL), "--out", str(out)],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+def test_real_small_suite_end_to_end(small_suite) -> None:
+    out, run = small_suite
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result = cli("suite", out)
     assert result.returncode == 0, result.stderr

@@ -55,7 +55,9 @@ def test_sixty_four_kib_values_compare_worse_with_exit_status_3(runs, tmp_path: 
     result = run_analysis("compare", runs["a1"], runs["big"], "--out", tmp_path, "--changed", "etcd-val-size")
     assert result.returncode == 3, result.stdout + result.stderr
     p99 = next(row for row in rows(tmp_path) if row["metric"] == "p99")
-    assert p99["verdict"] == "worse" and p99["difference"] > 100 and p99["low"] > 15, result.stdout
+    # how much worse is the machine's (about +87 % with other work on a 2-core VM, more when quiet): the whole interval
+    # lies beyond the tolerance of +15 %
+    assert p99["verdict"] == "worse" and p99["low"] > 15, result.stdout
     assert "REGRESSION" in result.stdout
 
 

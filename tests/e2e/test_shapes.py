@@ -10,10 +10,11 @@ from support import member_counter, read_csv_rows, run_locust, start_locust
 
 pytestmark = pytest.mark.e2e
 
-# levels of 6 s at 40, 80, 120 QPS, then a 3 s spike at 200 QPS, 10 requests/s per user
+# levels of 4 s at 40, 80, 120 QPS, then a 3 s spike at 200 QPS, 10 requests/s per user: a level holds a few rows
+# of the history (one a second), the spike's length shows that three are enough
 STEP_SPIKE = (
-    "--shape-baseline-qps", "40", "--shape-baseline-time", "6",
-    "--shape-step-qps", "40", "--shape-step-time", "6", "--shape-max-qps", "120",
+    "--shape-baseline-qps", "40", "--shape-baseline-time", "4",
+    "--shape-step-qps", "40", "--shape-step-time", "4", "--shape-max-qps", "120",
     "--shape-spike-qps", "200", "--shape-spike-time", "3",
     "--etcd-user-rate", "10",
 )  # fmt: skip

@@ -13,15 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from support import kill_group, read_csv_rows
+from support import REPO, kill_group, read_csv_rows
+from support import SMALL_SUITE as SMALL
 
 from etcd_users.open_files import OTHER_FILES
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
-SMALL = REPO / "tests" / "fixtures" / "suites" / "small.yaml"
-# users 2/4 × user_class EtcdPutUser/SerializableRangeUser, 2 repeats: 8 runs of 2 s
 SMALL_IDS = [
     "users=2_class=EtcdPutUser",
     "users=2_class=SerializableRangeUser",
@@ -267,9 +265,8 @@ def test_malformed_suites_are_rejected_with_a_line_naming_the_key(tmp_path):
 
 
 @pytest.mark.slow
-def test_small_suite_runs_end_to_end_and_a_rerun_skips_finished_runs(tmp_path):
-    out = tmp_path / "out"
-    result = run_suite("run", str(SMALL), "--out", str(out))
+def test_small_suite_runs_end_to_end_and_a_rerun_skips_finished_runs(small_suite):
+    out, result = small_suite
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Traceback" not in result.stdout + result.stderr
     assert result.stdout.count(" … ETA ") == 8

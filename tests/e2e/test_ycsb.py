@@ -65,7 +65,8 @@ def test_workload_d_inserts_new_keys_past_the_loaded_records(etcd1, tmp_out):
 def test_the_ycsb_suite_prints_one_row_group_per_workload(etcd1, tmp_path):
     suite = yaml.safe_load((REPO / "suites" / "ycsb.yaml").read_text())
     assert suite["axes"] == {"ycsb": ["A", "B", "C", "D", "E", "F"]}
-    # the ready suite's workloads, briefly, on the shared etcd (each run cleans its prefix up)
+    # the ready suite's workloads, briefly, on the shared etcd (each run cleans its prefix up); docs/suites.md's
+    # quick run of the same suite is not run again by tests/e2e/test_docs_commands.py
     suite.update(duration=1, users=2, endpoints=etcd1.endpoints, fixed={"key-space-size": 200, "prefix": "/ycsb-s/"})
     suite.pop("quick")
     path = tmp_path / "ycsb.yaml"
@@ -74,6 +75,7 @@ def test_the_ycsb_suite_prints_one_row_group_per_workload(etcd1, tmp_path):
     command = [sys.executable, "-m", "etcd_users.suite", "run", str(path), "--out", str(out)]
     ran = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert_no_traceback(ran.stdout + ran.stderr)
     result = cli("suite", out)
     assert result.returncode == 0, result.stderr
     assert_no_traceback(result.stderr)

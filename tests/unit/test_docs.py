@@ -98,6 +98,17 @@ def test_every_command_of_the_docs_is_runnable_here_or_marked(tmp_path):
     assert any(command.marked for command in commands)
 
 
+def test_each_command_left_to_a_test_is_on_a_page_and_its_test_exists(tmp_path):
+    from docs_commands import REPO, RUN_BY_TESTS, all_commands, quick_variant
+
+    commands = all_commands()
+    for pattern, reason in RUN_BY_TESTS.items():
+        left = [command for command in commands if re.search(pattern, command.text)]
+        assert left, f"no page shows a command that {pattern!r} finds"
+        assert all(quick_variant(command, tmp_path).skip == reason for command in left), pattern
+        assert (REPO / reason.split()[0]).is_file(), reason
+
+
 def test_the_readme_links_to_pages_that_exist():
     readme = (REPO / "README.md").read_text()
     links = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", readme)
