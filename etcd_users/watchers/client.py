@@ -37,6 +37,7 @@ class WatcherClient:
     def __init__(self, etcd: EtcdClient) -> None:
         self.etcd = etcd
         self._fire = etcd.environment.events.request.fire
+        self._fire_delivery = etcd.watch_reporter(NAME)
         self._watchers: PrefixWatchers | None = None
 
     def run(self, running: Callable[[], bool]) -> None:
@@ -64,11 +65,6 @@ class WatcherClient:
     def _counts(self):
         record = self.etcd._record
         return record.watches if record is not None else None
-
-    def _fire_delivery(self, seconds: float) -> None:
-        self._fire(
-            request_type=REQUEST_TYPE, name=NAME, response_time=seconds * 1000.0, response_length=0, exception=None
-        )
 
     def _fire_failure(self, label: str) -> None:
         self._fire(request_type=REQUEST_TYPE, name=NAME, response_time=0.0, response_length=0, exception=label)
