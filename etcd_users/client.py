@@ -306,9 +306,10 @@ class EtcdClient:
         self._report("put", response, None, put_seconds, acknowledged)
         if self._ledger is not None:
             self._ledger.put(key, response.header.revision)
-        report = self.watch_reporter(name)
-        for latency in latencies:
-            report(latency)
+        for latency in latencies:  # inline, not through watch_reporter: a frame less per event
+            self._fire(
+                request_type=REQUEST_TYPE, name=name, response_time=latency * 1000.0, response_length=0, exception=None
+            )
         for _ in range(self._watch.expected - len(latencies)):
             self._fire(
                 request_type=REQUEST_TYPE,

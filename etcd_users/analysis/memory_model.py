@@ -113,7 +113,8 @@ WATCH = Model(
         Term("streams", "watch streams", "c_stream (B/stream)", 18 * 1024.0),
         Term("watchers", "watchers", "c_watcher (B/watcher)", 350.0),
     ),
-    "add a run with another --etcd-watchers-per-stream, see --help",
+    "add a run with another --etcd-watchers-per-stream (and, when connections grow too, another --etcd-watch-streams), "
+    "see --help",
     control=KEYS.terms[1],
     optional=(Term("connections", "connections", "c_conn (B/connection)", 17 * 1024.0),),
 )
