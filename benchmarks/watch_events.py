@@ -6,8 +6,10 @@
 Starts a 1-member etcd on 127.0.0.1 and runs ``EtcdWatchUser`` in one headless Locust process: each user puts its
 own key over and over and waits until all of its ``--streams`` × ``--watchers`` watchers have the event. The probe
 (``benchmarks/cpu_probe.py``) measures the process from inside after the warm-up: its CPU time (getrusage, every
-thread) and the puts completed. Every put of the window delivers ``streams × watchers`` events (a missing one is a
-failed ``watch`` row, shown), so the events handled are puts × streams × watchers. With ``--baseline-repo DIR`` (a
+thread) and the puts completed; ``benchmarks.bare_watch`` runs the same load from plain grpc.aio on uvloop (no Locust,
+no gevent: the floor of a Python client), measured the same way. Every put of the window delivers
+``streams × watchers`` events (a missing one is a failed ``watch`` row, shown), so the events handled are puts ×
+streams × watchers. With ``--baseline-repo DIR`` (a
 git worktree of main: a change's before) the same run of that checkout too, alternating, and the ratio. The
 figure that matters is events per CPU second: a client that spends its core on each event delays the next, and
 its delivery latency then measures the client, not etcd.
@@ -16,6 +18,7 @@ its delivery latency then measures the client, not etcd.
 import locust  # noqa: F401  (etcd_users applies gevent's monkey patching: let it come before anything else loads)
 
 import argparse
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -41,7 +44,8 @@ from benchmarks._common import (
 
 PROGRAM = "benchmarks.watch_events"
 PROCESS_SLACK_SECONDS = 90.0  # start-up (imports, opening the watchers) and shut-down of one measured process
-PROBE_PATH = REPO / PROBE  # this checkout's probe measures the baseline's run too (it counts rows by name)
+# this checkout's probe measures the baseline's run too (it counts the rows by name); its imports are the checkout's
+PROBE_PATH = REPO / PROBE
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -81,7 +85,7 @@ def run_once(args, endpoint: str, repo: Path, name: str, logs: Path, compact: Co
         "EtcdWatchUser",
     ]  # fmt: skip
     environment = {
-        **child_environment({"PYTHONPATH": str(REPO)}),  # the probe's own imports (benchmarks.window)
+        **child_environment(),
         "ETCD_BENCH_PROBE_OUT": str(out),
         "ETCD_BENCH_PROBE_WARMUP": str(args.warmup),
         "ETCD_BENCH_PROBE_SECONDS": str(args.seconds),
@@ -93,7 +97,25 @@ def run_once(args, endpoint: str, repo: Path, name: str, logs: Path, compact: Co
         code = process.wait(PROCESS_SLACK_SECONDS)
         if code not in (0, 1):
             raise process.failure(f"exited with code {code}")
-    raw = read_result(out, process)
+    return _result(args, name, read_result(out, process))
+
+
+def run_bare(args, endpoint: str, name: str, logs: Path, compact: Compactor) -> dict:
+    out = logs / f"{name}.json"
+    command = [
+        sys.executable, "-m", "benchmarks.bare_watch", "--target", endpoint.split("://", 1)[1],
+        "--users", str(args.users), "--streams", str(args.streams), "--watchers", str(args.watchers),
+        "--seconds", str(args.seconds), "--warmup", str(args.warmup), "--json", str(out),
+    ]  # fmt: skip
+    compact()
+    with child(name, command, logs, child_environment()) as process:
+        code = process.wait(args.warmup + args.seconds + PROCESS_SLACK_SECONDS)
+        if code != 0:
+            raise process.failure(f"exited with code {code}")
+    return _result(args, name, read_result(out, process))
+
+
+def _result(args, name: str, raw: dict) -> dict:
     puts = raw["by_name"].get("put", 0)
     if puts <= 0 or raw["seconds"] <= 0:
         raise BenchmarkError(f"{name} completed no put in its window")
@@ -115,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logs = log_dir("locust-etcd-watch-events-")
     clients = [("this", REPO)] + ([("baseline", args.baseline_repo.resolve())] if args.baseline_repo else [])
-    runs: dict[str, list[dict]] = {name: [] for name, _ in clients}
+    runs: dict[str, list[dict]] = {name: [] for name, _ in clients} | {"bare": []}
     try:
         with stop_signals_interrupt(), local_etcd() as cluster:
             endpoint = cluster.endpoints[0]
@@ -125,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                     result = run_once(args, endpoint, repo, f"{name}-{round_number + 1}", logs, compact)
                     runs[name].append(result)
                     print(_line(name, result), flush=True)
+                result = run_bare(args, endpoint, f"bare-{round_number + 1}", logs, compact)
+                runs["bare"].append(result)
+                print(_line("bare", result), flush=True)
     except (BenchmarkError, OSError) as error:
         sys.stderr.write(fail_line(PROGRAM, error) + f" (logs: {logs})\n")
         return 1
@@ -144,13 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, median in medians.items():
         print(
             f"{name:<10} {median['events_per_second']:>10,.0f} {median['cpu_cores']:>9.2f} "
-            f"{median['events_per_cpu_second']:>12,.0f} {median['p50_ms']:>8.2f} {median['p99_ms']:>8.2f}"
+            f"{median['events_per_cpu_second']:>12,.0f} {_ms(median['p50_ms']):>8} {_ms(median['p99_ms']):>8}"
         )
     result = {"settings": vars(args) | {"baseline_repo": str(args.baseline_repo)}, "machine": info, "runs": runs}
     if "baseline" in medians:
         ratio = medians["this"]["events_per_cpu_second"] / medians["baseline"]["events_per_cpu_second"]
         result["ratio"] = ratio
         print(f"events per CPU second, this / baseline: {ratio:.2f}x")
+    floor = medians["this"]["events_per_cpu_second"] / medians["bare"]["events_per_cpu_second"]
+    result["share_of_floor"] = floor
+    print(f"events per CPU second, this / bare grpc.aio: {floor:.2f}")
     return finish(PROGRAM, args, result, logs)
 
 
@@ -159,11 +187,15 @@ def _median(results: list[dict]) -> dict:
     return {key: statistics.median(result[key] for result in results) for key in keys}
 
 
+def _ms(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"  # the bare loop times nothing
+
+
 def _line(name: str, result: dict) -> str:
     return (
         f"{name}: {result['events_per_second']:,.0f} events/s on {result['cpu_cores']:.2f} cores: "
-        f"{result['events_per_cpu_second']:,.0f} events per CPU second, P50 {result['p50_ms']:.2f} ms, "
-        f"P99 {result['p99_ms']:.2f} ms, {result['failures']} failures"
+        f"{result['events_per_cpu_second']:,.0f} events per CPU second, P50 {_ms(result['p50_ms'])} ms, "
+        f"P99 {_ms(result['p99_ms'])} ms, {result['failures']} failures"
     )
 
 
