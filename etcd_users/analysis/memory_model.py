@@ -48,6 +48,10 @@ The runs must move the two terms of a model independently, in steps or ramps:
     (the same with --etcd-watchers-per-stream 20 and --csv out/mem-watch20)
     python -m analysis memory out/mem-watch1 out/mem-watch20 --model watch
 
+  With each user on its own connection (``--etcd-conns`` at least the users) connections grow too, in proportion
+  to the streams: a third run with another ``--etcd-watch-streams`` tells them apart (docs/analysis.md has the
+  ladder to 10,000 connections, 100,000 streams and 1,000,000 watchers).
+
 Runs that do not vary the terms enough (a constant key count, keys and revisions in lockstep, too few polls) end
 with one line saying so and exit status 2.
 """
