@@ -114,3 +114,15 @@ def test_a_hundred_thousand_watchers_on_two_hundred_streams_count_every_event(et
     assert (watch["watchers"], watch["events"]) == (100_000, puts * 100_000)
     assert watch["event_intervals"] >= watch["busy_intervals"] >= 0
     assert watch["client_bound"] == (2 * watch["busy_intervals"] >= watch["event_intervals"] > 0)
+
+
+@pytest.mark.slow
+def test_a_watch_run_with_a_client_to_spare_is_not_client_bound(etcd1, tmp_out):
+    args = ("EtcdWatchUser", "--etcd-prefix", "/watchers-idle/", "--etcd-cleanup", "--etcd-user-rate", "2")
+    result = run_locust(*headless_args(etcd1, tmp_out / "run", *args, users=2, seconds=8))
+    assert result.returncode == 0, result.stderr[-3000:]
+    watch = json.loads((tmp_out / "run_summary.json").read_text())["watch"]
+    # the fan-out's events are its watch rows: the intervals in which they came are counted, few if any busy (a
+    # start-up on a loaded machine may be)
+    assert watch["event_intervals"] >= 3 and watch["busy_intervals"] <= 1 and watch["client_bound"] is False
+    assert "client-bound" not in result.stderr
