@@ -49,6 +49,7 @@ class WatchersRun(FeatureHooks):
         stats = environment.runner.stats
         warned = False
         events = 0
+        lag = _LoopLag()
         wall, cpu, waited = time.time(), time.process_time(), run_queue_wait()
         while True:
             gevent.sleep(PROGRESS_SECONDS)
@@ -59,7 +60,9 @@ class WatchersRun(FeatureHooks):
             demand = cpu_percent(used - cpu, now - wall)
             if demand is not None and waiting is not None and waited is not None:
                 demand += cpu_percent(waiting - waited, now - wall) or 0.0
-            tally.count_interval(seen > events, demand)
+            tally.count_interval(seen > events, demand, lag.seconds())
+            if seen > events:  # events came: the transport runs (a run without them never starts one here)
+                lag.probe(bridges.bridge())
             events, wall, cpu, waited = seen, now, used, waiting
             if tally.watchers:
                 logger.info("%s", tally.line())
@@ -117,6 +120,29 @@ class WatchersRun(FeatureHooks):
         for report in self.reports.values():
             tally.add(WatchTally.from_dict(report))
         return tally
+
+
+class _LoopLag:
+    """How late the transport's loop runs a callback posted to it: the backlog a received response waits behind."""
+
+    def __init__(self) -> None:
+        self._sent: float | None = None
+        self._lag: float | None = None
+
+    def probe(self, bridge: bridges.Bridge) -> None:
+        sent = self._sent = time.perf_counter()
+        self._lag = None
+        bridge.post(self._arrived, sent)
+
+    def _arrived(self, sent: float) -> None:  # on the loop thread
+        if sent == self._sent:
+            self._lag = time.perf_counter() - sent
+
+    def seconds(self) -> float | None:
+        """The last probe's lag; a probe not run yet counts as late as it is. None without a probe."""
+        if self._sent is None:
+            return None
+        return self._lag if self._lag is not None else time.perf_counter() - self._sent
 
 
 async def _flushed() -> None:

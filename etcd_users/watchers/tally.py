@@ -1,8 +1,10 @@
 """What a process's watchers saw, in counts that add up across processes. Pure.
 
 ``busy_intervals`` of ``event_intervals``: the progress intervals in which events came, and those in which the
-process also wanted a whole core (its CPU plus its run-queue wait at least ``CLIENT_BOUND_PCT`` % of one): a watch
-client that is busy most of the time it receives events queues them, and its delivery latency measures it, not etcd.
+process was busy: it wanted a whole core (its CPU plus its run-queue wait at least ``CLIENT_BOUND_PCT`` % of one), or
+its transport's loop ran a callback posted to it ``CLIENT_LAG_S`` late or later (the responses gRPC had received were
+waiting for the loop: the loop's thread had no CPU, or too much to do). A watch client that is busy most of the time
+it receives events queues them, and its delivery latency measures it, not etcd.
 
 ``behind`` is a revision lag: at each response with events, the newest revision the process has heard of (any
 response's header) minus the response's last event's revision. ``by_response`` counts every response's lag,
@@ -15,9 +17,9 @@ from dataclasses import dataclass, field
 
 COMPACTED_LABEL = "mvcc: required revision has been compacted"
 CANCELED_LABEL = "etcdserver: watch canceled"  # etcd ended the watcher and said no reason
-CLIENT_BOUND_PCT = (
-    90.0  # the rule of etcd_users.analysis.client: a process that wants this much of a core has none left
-)
+# the rule of etcd_users.analysis.client: a process that wants this much of a core (%) has none to spare
+CLIENT_BOUND_PCT = 90.0
+CLIENT_LAG_S = 0.05  # seconds: a backlog of 50 ms on the loop outweighs etcd's own watch latency many times
 
 
 def bucket(lag: int) -> int:
@@ -85,11 +87,13 @@ class WatchTally:
             return 0.0
         return self.events / (self.last - self.first)
 
-    def count_interval(self, had_events: bool, demand_pct: float | None) -> None:
-        """One progress interval: whether events came, and the CPU plus run-queue wait of the process (% of a core)."""
+    def count_interval(self, had_events: bool, demand_pct: float | None, loop_lag_s: float | None = None) -> None:
+        """One progress interval: whether events came, the CPU plus run-queue wait of the process (% of a core) and
+        how late the transport's loop ran a callback posted to it (seconds)."""
         if had_events:
             self.event_intervals += 1
-            if demand_pct is not None and demand_pct >= CLIENT_BOUND_PCT:
+            wanted_a_core = demand_pct is not None and demand_pct >= CLIENT_BOUND_PCT
+            if wanted_a_core or (loop_lag_s is not None and loop_lag_s >= CLIENT_LAG_S):
                 self.busy_intervals += 1
 
     @property
@@ -135,10 +139,10 @@ class WatchTally:
     def client_line(self) -> str:
         """The warning of a client-bound watch run."""
         return (
-            f"watchers: client-bound: the load generator wanted a whole core (CPU + run-queue wait >= "
-            f"{CLIENT_BOUND_PCT:g} %) in {self.busy_intervals} of the {self.event_intervals} intervals with events, so "
-            "events queued in the client and the watch delivery latency measures it, not etcd; spread the watchers "
-            "over more processes (--processes N or workers) or use fewer watchers per process"
+            f"watchers: client-bound: the load generator was busy (a whole core wanted, or its transport's loop "
+            f"{CLIENT_LAG_S * 1000:g} ms or more behind) in {self.busy_intervals} of the {self.event_intervals} "
+            "intervals with events, so events queued in the client and the watch delivery latency measures it, not "
+            "etcd; spread the watchers over more processes (--processes N or workers) or use fewer per process"
         )
 
     def line(self) -> str:

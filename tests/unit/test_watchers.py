@@ -54,6 +54,11 @@ def test_a_watch_client_busy_in_half_the_intervals_with_events_is_client_bound()
     assert (tally.event_intervals, tally.busy_intervals, tally.client_bound) == (3, 1, False)
     tally.count_interval(True, 150.0)
     assert tally.client_bound and not WatchTally().client_bound
+    # a loop 50 ms or more behind is busy too, whatever the CPU: the received responses wait for it
+    lagging = WatchTally()
+    lagging.count_interval(True, 40.0, 0.049)
+    lagging.count_interval(True, 40.0, 0.05)
+    assert (lagging.busy_intervals, lagging.client_bound) == (1, True) and tally_module.CLIENT_LAG_S == 0.05
     # a master adds its workers' intervals: the share is over every process's intervals
     total = WatchTally()
     total.add(WatchTally.from_dict(tally.to_dict()))
