@@ -381,8 +381,9 @@ def _model_notes(model: Model, terms: list[Term], points: pd.DataFrame) -> list[
             )
         if model.control in terms:
             notes.append(
-                "The watch users' own puts add revisions (ProposalsApplied) as the run goes on: c2·revisions is "
-                "fitted beside them so that their memory is not put on the streams and watchers."
+                "Revisions (ProposalsApplied) grew during the runs (the watch users' own puts, the tool's own "
+                "writes): c2·revisions is fitted beside them so that their memory is not put on the streams and "
+                "watchers."
             )
     notes.append(
         "Standard errors assume independent residuals; consecutive polls are not, so they are a lower bound. "
