@@ -251,7 +251,8 @@ class Runs:
 
 
 def parse_go_report(text: str) -> dict | None:
-    """Requests/s, duration, errors and the latency distribution from the Go tool's report (3.4–3.6 formats)."""
+    """Requests/s, duration, errors (in all and by etcd's label) and the latency distribution from the Go tool's
+    report (3.4–3.6 formats)."""
     rps = re.search(r"Requests/sec:\s*([\d.]+)", text)
     total = re.search(r"Total:\s*([\d.]+) secs", text)
     if rps is None or total is None:
@@ -260,14 +261,20 @@ def parse_go_report(text: str) -> dict | None:
     for percent, value, unit in re.findall(r"^\s*([\d.]+)% in ([\d.]+) (secs|ms)", text, re.MULTILINE):
         percentiles[float(percent)] = float(value) * (1000.0 if unit == "secs" else 1.0)
     errors = 0
+    by_label: dict[str, int] = {}
     if "Error distribution:" in text:
         section = text.split("Error distribution:", 1)[1]
-        errors = sum(int(count) for count in re.findall(r"^\s*\[(\d+)\]", section, re.MULTILINE))
+        for count, message in re.findall(r"^\s*\[(\d+)\]\s*(.*)$", section, re.MULTILINE):
+            # "rpc error: code = ResourceExhausted desc = etcdserver: too many requests": etcd's label is the desc
+            label = message.split(" desc = ", 1)[-1].strip()
+            by_label[label] = by_label.get(label, 0) + int(count)
+            errors += int(count)
     seconds = float(total.group(1))
     return {
         "seconds": seconds,
         "requests": round(float(rps.group(1)) * seconds),
         "failures": errors,
+        "errors_by_label": by_label,
         "latency_ms": {"p50": percentiles.get(50.0), "p99": percentiles.get(99.0), "all": percentiles},
     }
 

@@ -69,6 +69,25 @@ class KeyDistribution:
         return hottest / size
 
 
+def writes_per_key(before: dict[bytes, int], after: dict[bytes, int]) -> list[int]:
+    """The puts each key took between two reads of the keys' ``version`` (a key's puts since it was created): the
+    difference, or the whole version of a key created anew in between (deleted and written again)."""
+    counts = []
+    for key, version in after.items():
+        earlier = before.get(key, 0)
+        counts.append(version - earlier if version >= earlier else version)
+    return [count for count in counts if count > 0]
+
+
+def counted_hottest_share(writes: list[int], size: int) -> float | None:
+    """The share of ``writes`` (puts per key) that went to the hottest 1 % of ``size`` keys; None without writes."""
+    total = sum(writes)
+    if total <= 0 or size <= 0:
+        return None
+    hottest = max(1, math.ceil(size * HOTTEST_SHARE))
+    return sum(sorted(writes, reverse=True)[:hottest]) / total
+
+
 def parse_key_distribution(text: str) -> KeyDistribution:
     """``uniform``, ``sequential``, ``zipfian[:THETA]``, ``latest[:THETA]`` or ``hotspot[:HOT_FRACTION:HOT_OPS]``;
     ValueError with the fix otherwise (the option's parser puts its name in front)."""

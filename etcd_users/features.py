@@ -78,6 +78,10 @@ class FeatureHooks:
         """Called by the plugin, not by Locust: once the workers' last reports are in and the gates are judged,
         right before Locust decides the exit code (Locust runs ``quitting``'s listeners in reverse, features' first)."""
 
+    def on_run_files(self) -> None:
+        """Called by the plugin at quit, once the exact files are whole and right before it lists the run's files: a
+        feature writes a file of ``etcd_users.files`` here to have it listed."""
+
     def on_quit(self, **_kwargs) -> None:
         pass
 
@@ -96,7 +100,8 @@ FEATURES = (
     Feature("connection and endpoints", ConnectionSettings),
     # the gates' hooks watch the workers: a run that lost some is not the run planned, whatever its figures
     Feature("gates", GateSettings, "etcd_users.reporting.worker_watch:WorkerWatch"),
-    Feature("workload and keys", WorkloadSettings),
+    # the puts per key, counted from the keys' versions at the run's start and stop (PREFIX_skew.json)
+    Feature("workload and keys", WorkloadSettings, "etcd_users.reporting.key_skew:KeySkew"),
     Feature("watchers", WatchSettings, "etcd_users.watchers.run:WatchersRun"),
     Feature("monitoring of the members", MonitoringSettings),
     Feature("Prometheus exporter", ExporterSettings),

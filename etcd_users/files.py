@@ -25,6 +25,7 @@ SUFFIXES = {
     "client_cpu": "_client_cpu.csv",
     "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
     "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
+    "skew": "_skew.json",  # etcd_users.reporting.key_skew: the puts per key counted from the keys' versions
     "summary": "_summary.json",  # etcd_users.reporting.summary: the run in one file, written at its end
 }
 
@@ -179,10 +180,12 @@ SUMMARY_KEYS = (
     *("schema", "started_at", "ended_at", "duration_s", "options", "environment", "requests", "gates"),
     *("levels", "capacity", "disruptions", "audit", "members"),
     "lost_workers",  # later: absent from older files
+    "skew",  # later: the puts per key counted from the keys' versions (PREFIX_skew.json), absent from older files
     "watch",  # later: the watch workloads' figures and whether the client kept up (null without watch events)
 )
 # its "watch" (etcd_users.watchers.run): EtcdWatcherUser's watchers and events, and the progress intervals with watch
-# events in which the client process wanted a whole core (busy) of all those with events: client_bound when half
+# events in which the client process was busy (a whole core wanted, or its loop behind) of all those with events:
+# client_bound when half
 SUMMARY_WATCH_KEYS = (
     "watchers",
     "events",

@@ -287,6 +287,8 @@ class EtcdPlugin:
                 self.verdicts.write_reports(self.environment, self.recorder, self.run_settings, shape, self.ran)
             except Exception:  # a report never stops the clean-up below
                 logger.exception("locust-etcd: could not write the JUnit report or the step summary")
+        for hooks in self.feature_hooks:
+            hooks.on_run_files()
         self._end_of_run()
         self.verdicts.print()  # after Locust's summary tables, where a pipeline's log ends
         if self.exporter is not None:

@@ -33,6 +33,7 @@ NOT_RUN = {
     "python -m pytest": "the test command: the run that runs these tests",
     "mkdocs build": ".ci/run builds the documentation (tests/unit/test_docs.py checks its reference)",
     "mkdocs serve": "serves until stopped; `mkdocs build` is the same site",
+    "build_go_benchmark.sh": "builds etcd's Go tool from Debian's packages and etcd's git history",
 }
 # modules that serve until stopped: started, read until this line, then stopped
 SERVES_UNTIL = {"etcd_users.local": "LOCUST_ETCD_ENDPOINTS=", "etcd_users.cluster": "LOCUST_ETCD_ENDPOINTS="}
@@ -157,6 +158,17 @@ def _set_option(args: list[str], option: str, value: str) -> None:
     args += [option, value]
 
 
+def _drop_option(args: list[str], option: str) -> None:
+    """Leave ``option`` and its value out (``--opt V`` or ``--opt=V``)."""
+    for index, arg in enumerate(args):
+        if arg == option:
+            del args[index : index + 2]
+            return
+        if arg.startswith(option + "="):
+            del args[index]
+            return
+
+
 def _value(args: list[str], option: str) -> str | None:
     for index, arg in enumerate(args):
         if arg == option and index + 1 < len(args):
@@ -245,6 +257,13 @@ def _python_variant(args: list[str]) -> tuple[list[str], str, str]:
         for option, value in (("--users", "200"), ("--base-users", "20"), ("--rate", "100"), ("--seconds", "1")):
             _set_option(args, option, value)
         _set_option(args, "--repeat", "1")
+    if module == "benchmarks.ladder":  # this tool's side only: the Go tool is built by hand
+        _drop_option(args, "--go-benchmark")
+        for option, value in (("--rungs", "1,10"), ("--seconds", "1"), ("--processes", "1")):
+            _set_option(args, option, value)
+    if module == "benchmarks.watch_fanout":
+        for option, value in (("--watchers", "0,10"), ("--consume-delays", "0"), ("--seconds", "1")):
+            _set_option(args, option, value)
     if module == "benchmarks.memory":
         for option, value in (("--users", "50"), ("--rate", "1"), ("--sample-seconds", "1")):
             _set_option(args, option, value)

@@ -41,6 +41,7 @@ from etcd_users.analysis.resampling import (
     welch_interval,
 )
 from etcd_users.analysis.seconds import NameSeconds, RunSeconds, run_seconds
+from etcd_users.analysis.skew import skew_note
 from etcd_users.analysis.suite import read_suite
 from etcd_users.analysis.timeseries import timeline
 from etcd_users.analysis.tolerance import LATENCY_PERCENTILES, METRICS, Metric
@@ -189,6 +190,8 @@ def compare(
             comparison.rows += _rows(cell, level, name, groups, tolerances, comparison.methods)
     if not comparison.rows:
         raise AnalysisError(f"no request name in common between the two sides{_names_text(names)}")
+    for side in (baseline, candidate):  # how skewed each run's keys were: a difference the verdicts may come from
+        notes += [note for cell in cells for run in side.cells[cell] if (note := skew_note(run))]
     return comparison
 
 

@@ -12,7 +12,15 @@ from xml.etree import ElementTree
 import pandas as pd
 
 from etcd_users.analysis.compare import WORSE, Comparison, Row, method_notes
-from etcd_users.analysis.report import html_table, insert_section, markdown_notes, markdown_table
+from etcd_users.analysis.report import (
+    Section,
+    html_table,
+    insert_section,
+    markdown_notes,
+    markdown_table,
+    notes_list,
+    paragraphs,
+)
 from etcd_users.analysis.tolerance import tolerance_text
 
 TITLE = "etcd before and after"
@@ -162,11 +170,14 @@ def write_junit(comparison: Comparison, path: Path) -> None:
     ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def comparison_section(comparison: Comparison, unfair: list[str]) -> Section:
+    """The verdict line, the unfair lines, the table and its notes: what report.html shows first."""
+    body = [*paragraphs([summary_line(comparison)], css="answer"), *(["<ul>"] if unfair else [])]
+    body += [*(f"<li>{html.escape(line)}</li>" for line in unfair), *(["</ul>"] if unfair else [])]
+    body += [html_table(display_table(comparison)), *notes_list(all_notes(comparison))]
+    return Section(TITLE, tuple(body), anchor="compare")
+
+
 def write_report_section(comparison: Comparison, unfair: list[str], path: Path) -> None:
     """The comparison's section at the top of report.html (a page of its own when there is none yet)."""
-    body = [f"<h2>{html.escape(TITLE)}</h2>", f"<p><strong>{html.escape(summary_line(comparison))}</strong></p>"]
-    if unfair:
-        body += ["<ul>", *(f"<li>{html.escape(line)}</li>" for line in unfair), "</ul>"]
-    body.append(html_table(display_table(comparison)))
-    body += ['<ul class="notes">', *(f"<li>{html.escape(note)}</li>" for note in all_notes(comparison)), "</ul>"]
-    insert_section(path, "compare", "\n".join(body), TITLE)
+    insert_section(path, comparison_section(comparison, unfair), TITLE)

@@ -205,21 +205,19 @@ def html_page(title: str, body: list[str]) -> str:
     return "\n".join([*head, *body, "</body>", "</html>"]) + "\n"
 
 
-def insert_section(path: Path, key: str, section: str, title: str) -> None:
-    """Put ``section`` first under the page's heading, between markers named ``key`` (written again, a previous one
-    replaced); a page of its own when ``path`` does not exist yet."""
-    start, end = f"<!-- {key} -->", f"<!-- /{key} -->"
-    block = f"{start}\n{section}\n{end}"
+def insert_section(path: Path, section: Section, title: str) -> None:
+    """Put ``section`` first under the page's heading (written again, the previous one with its anchor replaced); a
+    page of its own, through ``write_html``, when ``path`` does not exist yet."""
     if not path.is_file():
-        path.write_text(html_page(title, [f"<h1>{html.escape(title)}</h1>", block]), encoding="utf-8")
+        write_html(path, title, [], lead_sections=[section])
         return
     page = path.read_text(encoding="utf-8")
-    if start in page and end in page:
-        page = page[: page.index(start)] + block + page[page.index(end) + len(end) :]
-    elif "</h1>" in page:
-        at = page.index("</h1>") + len("</h1>")
-        page = page[:at] + "\n" + block + page[at:]
-    else:
-        at = page.index("<body>") + len("<body>") if "<body>" in page else 0
-        page = page[:at] + "\n" + block + page[at:]
+    start = f'<section id="{html.escape(section.id)}">'
+    if start in page:  # sections do not nest: the first end after the start closes it
+        at = page.index(start)
+        page = page[:at] + page[page.index("</section>", at) + len("</section>") :].lstrip("\n")
+    # after the page's heading, or at the top of a page without one
+    marker = "</h1>" if "</h1>" in page else "<body>"
+    at = page.index(marker) + len(marker) if marker in page else 0
+    page = page[:at] + "\n" + section.html() + "\n" + page[at:].lstrip("\n")
     path.write_text(page, encoding="utf-8")

@@ -1,10 +1,11 @@
-"""How skewed a run's keys were: the theoretical share of requests to the hottest 1 % of keys, from the options in
-its summary (``--etcd-key-distribution``, or a YCSB workload's own distribution)."""
+"""How skewed a run's keys were: the share of puts that went to the hottest 1 % of keys, counted from etcd's keys'
+versions (``PREFIX_skew.json``, written by ``etcd_users.reporting.key_skew``), and the theoretical share of requests
+from the options in its summary (``--etcd-key-distribution``, or a YCSB workload's own distribution)."""
 
 from __future__ import annotations
 
 from etcd_users.analysis.fairness import read_summary
-from etcd_users.analysis.load import AnalysisError, Run
+from etcd_users.analysis.load import AnalysisError, Run, optional_json
 from etcd_users.distributions import KeyDistribution, parse_key_distribution
 from etcd_users.ycsb import parse_workload
 
@@ -29,7 +30,16 @@ def run_distribution(options: dict) -> tuple[KeyDistribution, int] | None:
 
 
 def skew_note(run: Run) -> str | None:
-    """One note line on a run whose keys were skewed; None for uniform or sequential keys, or without a summary."""
+    """One note line on a run whose puts were counted, or whose keys were skewed; None for a run of uniform or
+    sequential keys without the count, or without a summary."""
+    counted = _counted(run)
+    if counted is not None:
+        return (
+            f"{run.label}: {counted['writes']} puts to {counted['keys_written']} keys, "
+            f"{100.0 * counted['hottest_share']:.1f}% of them to the hottest 1% ({counted['hottest_keys']} keys) "
+            f"of the {counted['key_space_size']}, counted from etcd's keys' versions "
+            f"(keys drawn {counted['distribution']}: {100.0 * counted['theoretical_share']:.1f}% in theory)."
+        )
     try:
         summary = read_summary(run)
     except AnalysisError:
@@ -42,3 +52,28 @@ def skew_note(run: Run) -> str | None:
         f"{run.label}: keys drawn {distribution}: in theory {100.0 * distribution.hottest_share(size):.1f}% of the "
         f"requests to the hottest 1% of the {size} keys."
     )
+
+
+_COUNTED_FIELDS = {
+    "writes": int,
+    "keys_written": int,
+    "hottest_keys": int,
+    "key_space_size": int,
+    "hottest_share": float,
+    "theoretical_share": float,
+    "distribution": str,
+}
+
+
+def _counted(run: Run) -> dict | None:
+    """The run's ``PREFIX_skew.json``, None when absent or not of this shape (a file of another version)."""
+    try:
+        document = optional_json(run.path("skew"))
+    except AnalysisError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    try:
+        return {name: kind(document[name]) for name, kind in _COUNTED_FIELDS.items()}
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -22,11 +22,12 @@ TITLE = "Exact response times in ms (HDR histograms, to the microsecond; Locust'
 COLUMNS = ("# reqs", "# fails", "P50", "P90", "P99", "P99.9", "Max")
 TYPE_WIDTH = 8  # at least, as Locust's tables
 NUMBER_WIDTH = 10
-# the files of a run in the order a reader wants them: the exact latency, Locust's, the members', the clients'
+# the files of a run in the order a reader wants them: the exact latency, Locust's, the members', the clients', the
+# summary of them all
 FILE_ORDER = (
     *("latency", "latency_history", "hlog"),
     *("stats", "history", "failures", "exceptions"),
-    *("etcd_metrics", "shape", "capacity", "client_cpu", "disruptions", "audit"),
+    *("etcd_metrics", "shape", "capacity", "client_cpu", "disruptions", "audit", "summary"),
 )
 
 

@@ -5,7 +5,8 @@ The summary holds what a comparison of two runs needs to tell whether they are c
 value, the cluster and the load generator) and what each run gave: the figures of ``PREFIX_latency.csv``, every gate
 judged, the shape's levels, the disruptions, the audit and the worst member's own figures. Its keys are
 ``etcd_users.files.SUMMARY_KEYS``; docs/summary.md describes them. It is written at quit, after the gates, the
-disruptions and the audit are judged (at quitting) and after the exact latency files are whole.
+disruptions and the audit are judged (at quitting) and after the exact latency files are whole, right before the run's
+files are listed.
 
 ``RunSummary`` is the feature's hooks (``etcd_users.features``); ``summary`` and ``perfdash`` build the documents.
 """
@@ -239,7 +240,7 @@ class RunSummary(FeatureHooks):
     def on_test_stop(self, environment, **_kwargs) -> None:
         self.ended_at = time.time()
 
-    def on_quit(self, **_kwargs) -> None:
+    def on_run_files(self) -> None:
         environment = getattr(self.tool, "environment", None)
         if environment is None or isinstance(environment.runner, WorkerRunner) or not self.tool.ran:
             return
@@ -301,6 +302,7 @@ class RunSummary(FeatureHooks):
             "capacity": run_file("capacity"),
             "disruptions": run_file("disruptions"),
             "audit": run_file("audit"),
+            "skew": run_file("skew"),
             "members": member_figures(rows).to_dict() if rows is not None else None,
             "lost_workers": [lost.to_dict() for lost in watch.lost] if watch is not None else [],
             "watch": watchers.summary() if watchers is not None else None,

@@ -13,6 +13,7 @@ from pathlib import Path
 from etcd_users.files import SUITE_JSON
 from etcd_users.local import ClusterError
 from etcd_users.suite.execute import Signals, SuiteRunner, clock
+from etcd_users.suite.fit import check_fit, connections_per_process, hard_limit, limit_text
 from etcd_users.suite.loader import load_suite, read_document, renamed
 from etcd_users.suite.plan import combinations, grid, locust_command, plan
 from etcd_users.suite.schema import Suite, SuiteError
@@ -42,6 +43,7 @@ def dry_run(suite: Suite, out: Path) -> None:
     runs = plan(suite)
     todo = [run for run in runs if not runner.is_done(run)]
     combos = combinations(suite)
+    limit = hard_limit()
     size = "1- or 3-member (members axis)" if "members" in suite.axis_names else f"{suite.members}-member"
     target = suite.endpoints or f"a fresh {size} local etcd per run"
     if suite.etcd_args and not suite.endpoints:
@@ -55,8 +57,12 @@ def dry_run(suite: Suite, out: Path) -> None:
         done = sum(runner.is_done(run) for run in runs if run.combination.id == combo.id)
         first = next(run for run in runs if run.combination.id == combo.id)
         endpoints = suite.endpoints or f"<local {combo.members}-member etcd>"
-        command = locust_command(suite, first, out / combo.id / "rep{k}", endpoints, mask=True)
+        command = locust_command(suite, first, out / combo.id / "rep{k}", endpoints, mask=True, master_port="PORT")
         print(f"  {combo.id}: {combo.label}  ({done}/{suite.repeats} done)")
+        print(
+            f"    {combo.users} users over {combo.processes} process{'es' if combo.processes != 1 else ''}, "
+            f"{connections_per_process(suite, combo)} connections each (open-file limit {limit_text(limit)})"
+        )
         print(f"    {' '.join(_quote(part) for part in command)}")
 
 
@@ -92,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         suite = load_suite(args.suite, quick=args.quick)
         out = args.out or default_out(suite)
         _check_out_dir(out, suite)
+        check_fit(suite, combinations(suite), hard_limit())
         if args.dry_run:
             dry_run(suite, out)
             return 0

@@ -30,6 +30,7 @@ from etcd_users.files import (
     SUITE_SCHEMA_VERSION,
 )
 from etcd_users.local import ClusterError, LocalCluster, find_etcd_binary
+from etcd_users.local.ports import free_ports
 from etcd_users.settings import OPTIONS
 from etcd_users.suite.plan import PlannedRun, combinations, fingerprint, grid, locust_command, plan
 from etcd_users.suite.schema import OPTIONS_BY_NAME, RESERVED_OPTIONS, Suite
@@ -297,8 +298,9 @@ class SuiteRunner:
                     return
                 endpoints = ",".join(cluster.endpoints)
                 self.signals.check()
-            command = locust_command(self.suite, run, prefix, endpoints)
-            record.command = locust_command(self.suite, run, prefix, endpoints, mask=True)
+            port = free_ports(1)[0] if run.combination.processes > 1 else 0
+            command = locust_command(self.suite, run, prefix, endpoints, master_port=port)
+            record.command = locust_command(self.suite, run, prefix, endpoints, mask=True, master_port=port)
             exit_code = self._locust(command, paths)
             record.exit_code = exit_code
             outcome = judge(prefix, exit_code, self.suite.duration)

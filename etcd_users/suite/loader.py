@@ -108,6 +108,11 @@ class _Checker:
             raise self.fail(key, f"{value!r} is not 1 or 3 (the local etcd's size)")
         return int(value)
 
+    def processes(self, key: str, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.fail(key, f"{value!r} is not a whole number of processes, 1 or more (Locust's --processes)")
+        return value
+
     def user_classes(self, key: str, value: object, known: set[str], locustfile: Path) -> tuple[str, ...]:
         """One class name, or a list of them run side by side in one Locust process."""
         names = value if isinstance(value, list) else [value]
@@ -158,7 +163,7 @@ def _display(path: Path) -> str:
 
 
 def _option_name(checker: _Checker, key: str, name: object, allow_settings: bool) -> str:
-    """The canonical name of an option (or, on axes, of user_class / users / members)."""
+    """The canonical name of an option (or, on axes, of user_class / users / members / processes)."""
     if not isinstance(name, str):
         raise checker.fail(key, f"{name!r} is not an option name")
     if allow_settings and name.replace("-", "_") in SETTING_AXES:
@@ -308,6 +313,13 @@ def _build_suite(checker: _Checker, document: dict, quick: dict | None) -> Suite
         user_class = checker.user_classes("user_class", document["user_class"], known_classes, locustfile)
     if "members" in axis_parts and "members" in document:
         raise checker.fail("members", "also an axis; keep one")
+    key, value = pick("processes")
+    processes = 1
+    if "processes" in axis_parts:
+        if value is not None:
+            raise checker.fail(key, "also an axis; keep one")
+    elif value is not None:
+        processes = checker.processes(key, value)
 
     suite = Suite(
         path=path,
@@ -320,6 +332,7 @@ def _build_suite(checker: _Checker, document: dict, quick: dict | None) -> Suite
         spawn_rate=spawn_rate,
         user_class=user_class,
         members=members,
+        processes=processes,
         endpoints=endpoints,
         etcd_args=etcd_args,
         locustfile=locustfile,
@@ -364,7 +377,7 @@ def _build_axis(
     checker: _Checker, key: str, raw_name: object, raw_values: object, known_classes: set[str], locustfile: Path
 ) -> Axis:
     if not isinstance(raw_name, str) or not raw_name:
-        raise checker.fail(key, "an axis name must be an option name (or user_class, users, members)")
+        raise checker.fail(key, "an axis name must be an option name (or user_class, users, members, processes)")
     parts = tuple(_option_name(checker, key, part.strip(), allow_settings=True) for part in raw_name.split("+"))
     if len(set(parts)) != len(parts):
         raise checker.fail(key, "names the same option twice")
@@ -398,6 +411,8 @@ def _axis_value(
         return checker.integer(key, value)
     if part == "members":
         return checker.members(key, value)
+    if part == "processes":
+        return checker.processes(key, value)
     if part == "user_class":
         return checker.user_classes(key, value, known_classes, locustfile)
     return checker.option_value(key, OPTIONS_BY_NAME[part], value)
@@ -410,6 +425,10 @@ def _check_combinations(checker: _Checker, suite: Suite) -> None:
         if combo.id in seen:
             raise checker.fail("axes", f"{combo.label!r} and {seen[combo.id]!r} give the same directory name")
         seen[combo.id] = combo.label
+        if combo.processes > combo.users:
+            key = "axes" if {"users", "processes"} & set(suite.axis_names) else "processes"
+            where = f"combination {combo.label}: " if suite.axes else ""
+            raise checker.fail(key, f"{where}{combo.processes} processes for {combo.users} users leave a process idle")
         namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
         for name, value in combo.options.items():
             setattr(namespace, OPTIONS_BY_NAME[name].dest, value)

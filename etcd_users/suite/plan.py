@@ -20,6 +20,7 @@ class Combination:
     spawn_rate: float
     user_class: tuple[str, ...]
     members: int
+    processes: int  # Locust's --processes: the users and each process's --etcd-conns connections per endpoint
     options: dict  # option name -> value: fixed and axes (what the command line passes)
 
     @property
@@ -73,6 +74,7 @@ def combinations(suite: Suite) -> list[Combination]:
                 spawn_rate=suite.spawn_rate if suite.spawn_rate is not None else float(users),
                 user_class=values.get("user_class", suite.user_class),
                 members=values.get("members", suite.members),
+                processes=values.get("processes", suite.processes),
                 options=options,
             )
         )
@@ -100,8 +102,11 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def locust_command(suite: Suite, run: PlannedRun, prefix: Path, endpoints: str, mask: bool = False) -> list[str]:
-    """The Locust command line of one run; with ``mask``, secrets shown as ***."""
+def locust_command(
+    suite: Suite, run: PlannedRun, prefix: Path, endpoints: str, mask: bool = False, master_port: int | str = 0
+) -> list[str]:
+    """The Locust command line of one run; with ``mask``, secrets shown as ***. A run of several processes binds
+    its master to ``master_port`` on 127.0.0.1 (Locust's default port would clash with any other run's)."""
     combo = run.combination
     command = [
         sys.executable, "-m", "locust",
@@ -114,6 +119,10 @@ def locust_command(suite: Suite, run: PlannedRun, prefix: Path, endpoints: str, 
         *combo.user_class,
         "--etcd-endpoints", endpoints,
     ]  # fmt: skip
+    if combo.processes > 1:
+        port = str(master_port)
+        command += ["--processes", str(combo.processes), "--master-bind-host", "127.0.0.1"]
+        command += ["--master-bind-port", port, "--master-port", port]
     options = dict(combo.options)
     if suite.endpoints and "cleanup" not in options:
         # a shared cluster keeps what a run wrote: the next run's check of the prefix would refuse it
@@ -144,6 +153,8 @@ def fingerprint(suite: Suite, run: PlannedRun) -> str:
         "users": combo.users,
         "spawn_rate": combo.spawn_rate,
         "user_class": combo.user_class,
+        # only when several: the runs of one process done before processes existed stay done
+        **({"processes": combo.processes} if combo.processes > 1 else {}),
         "options": {name: _text(value) for name, value in sorted(combo.options.items())},
         **target,
     }

@@ -28,6 +28,7 @@ TOP_KEYS = (
     "spawn_rate",
     "user_class",
     "members",
+    "processes",
     "endpoints",
     "etcd_args",
     "locustfile",
@@ -35,9 +36,9 @@ TOP_KEYS = (
     "axes",
     "quick",
 )
-QUICK_KEYS = ("repeats", "duration", "users", "spawn_rate", "fixed", "axes")
+QUICK_KEYS = ("repeats", "duration", "users", "spawn_rate", "processes", "fixed", "axes")
 # what an axis may vary besides the --etcd-* options
-SETTING_AXES = ("user_class", "users", "members")
+SETTING_AXES = ("user_class", "users", "members", "processes")
 # options that have a top-level key of their own
 RESERVED_OPTIONS = {
     "endpoints": "set the top-level key endpoints",
@@ -54,7 +55,7 @@ class SuiteError(ValueError):
 class Axis:
     """One axis: a name, or several joined by ``+`` whose values move together (a linked axis)."""
 
-    parts: tuple[str, ...]  # canonical names: option names without --etcd-, or user_class / users / members
+    parts: tuple[str, ...]  # canonical names: option names without --etcd-, or user_class / users / members / processes
     values: tuple[tuple, ...]  # one tuple per step, aligned with parts
 
     @property
@@ -74,6 +75,7 @@ class Suite:
     spawn_rate: float | None
     user_class: tuple[str, ...] | None
     members: int
+    processes: int  # Locust processes per run (--processes): more connections than one process can open
     endpoints: str
     etcd_args: tuple[str, ...]
     locustfile: Path

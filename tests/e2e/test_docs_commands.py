@@ -9,6 +9,7 @@ traceback (a Kubernetes run may also exit 1 when its only failures are write con
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import subprocess
@@ -45,8 +46,8 @@ def reads_missing_output(run: Run, out: Path) -> str:
         if after_out or arg == "--out":  # the report's own directory is written, not read
             after_out = arg == "--out"
             continue
-        if arg.startswith(f"{out}/") and not list(out.glob(Path(arg).name + "*")):
-            return f"no earlier command wrote out/{Path(arg).name}"
+        if arg.startswith(f"{out}/") and not glob.glob(f"{arg}*"):  # a prefix, its files or a glob of repeats
+            return f"no earlier command wrote {arg.replace(str(out), 'out', 1)}"
     return ""
 
 

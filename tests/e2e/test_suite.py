@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from support import kill_group, read_csv_rows
+
+from etcd_users.open_files import OTHER_FILES
 
 pytestmark = pytest.mark.e2e
 
@@ -25,6 +28,8 @@ SMALL_IDS = [
     "users=4_class=EtcdPutUser",
     "users=4_class=SerializableRangeUser",
 ]
+# the field report's ladder: users, connections per endpoint per process, processes
+LADDER = [(1, 1, 1), (200, 67, 1), (2000, 667, 1), (5000, 834, 2), (10000, 1667, 2), (20000, 3334, 2)]
 SMALL_PREFIXES = [f"{combo}/rep{repeat}" for combo in SMALL_IDS for repeat in (1, 2)]
 
 
@@ -96,6 +101,43 @@ def test_dry_run_lists_the_combinations_and_writes_nothing(tmp_path):
     assert quick.returncode == 0, quick.stderr
     assert "small (quick)" in quick.stdout and "4 combinations × 1 repeat = 4 runs of 2s" in quick.stdout
     assert not out.exists()
+
+
+def test_the_field_report_s_whole_ladder_plans_its_processes_within_the_open_file_limit():
+    result = run_suite("run", "suites/tls-put-concurrency-ladder.yaml", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "6 combinations × 2 repeats = 12 runs of 60s" in result.stdout
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    planned = {}
+    for users, conns, processes in LADDER:
+        combo = f"users={users}_conns={conns}_processes={processes}"
+        block = result.stdout.split(f"  {combo}: ", 1)[1].split("\n  users=", 1)[0]
+        per_process = conns * 3
+        plural = "es" if processes > 1 else ""
+        assert f"{users} users over {processes} process{plural}, {per_process} connections each" in block
+        assert f" -u {users} -r {users} " in block and f" --etcd-conns {conns}" in block
+        assert (f" --processes {processes} " in block) == (processes > 1)
+        assert conns * 3 * processes >= users  # clients = connections
+        if hard != resource.RLIM_INFINITY:
+            assert per_process <= hard - OTHER_FILES
+        planned[users] = processes
+    assert planned == {1: 1, 200: 1, 2000: 1, 5000: 2, 10000: 2, 20000: 2}
+
+
+def test_a_cell_whose_connections_cannot_fit_a_process_is_refused_in_one_line(tmp_path):
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("no hard limit of open files here")
+    conns = hard // 3 + 1  # three members: more connections than the limit in one process
+    suite = tmp_path / "x.yaml"
+    suite.write_text(BASE.replace("users: 1", f"users: {conns * 3}") + f"members: 3\nfixed:\n  conns: {conns}\n")
+    for flag in ("--dry-run", None):
+        result = run_suite("run", str(suite), "--out", str(tmp_path / "out"), *([flag] if flag else []))
+        assert result.returncode == 2, result.stderr
+        assert result.stdout == "" and len(result.stderr.splitlines()) == 1
+        assert result.stderr.startswith(f"error: {suite}: {conns * 3} connections per process")
+        assert f"open-file limit of {hard}" in result.stderr and "raise processes and divide conns" in result.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_ready_suites_and_their_quick_sections_are_valid():
@@ -181,6 +223,14 @@ MALFORMED = {
     "inf_timeout": (BASE + "fixed:\n  timeout: .inf\n", "fixed.timeout: --etcd-timeout: inf is not a finite number"),
     "huge_value": (BASE + "fixed:\n  val-size: 2000000000\n", "fixed.val-size: --etcd-val-size: a put of a 256-byte"),
     "empty_endpoint": (BASE + "endpoints: ','\n", "endpoints: ',' has an empty entry"),
+    "processes_zero": (BASE + "processes: 0\n", "processes: 0 is not a whole number of processes, 1 or more"),
+    "processes_text": (BASE + "processes: '2'\n", "processes: '2' is not a whole number of processes"),
+    "processes_all_cores": (BASE + "processes: -1\n", "processes: -1 is not a whole number of processes"),
+    "processes_idle": (
+        BASE.replace("users: 1\n", "") + "axes:\n  users+processes: [[4, 2], [1, 2]]\n",
+        "axes: combination users=1 processes=2: 2 processes for 1 users leave a process idle",
+    ),
+    "processes_key_and_axis": (BASE + "processes: 2\naxes:\n  processes: [1, 2]\n", "processes: also an axis"),
 }
 
 

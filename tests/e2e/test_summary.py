@@ -34,6 +34,9 @@ def test_the_summary_holds_the_run_s_figures_and_member_gates_judge_the_worst_me
     assert any(line.startswith("SLA member fsync_p99 < 1us: ") and line.endswith(" FAIL") for line in lines), lines
     assert any(line.startswith("SLA member fsync_p99 < 60s: ") and line.endswith(" PASS") for line in lines), lines
 
+    listed = output.splitlines()
+    files = listed[listed.index("Files written:") + 1 :]
+    assert f"    {tmp_out / 'run_summary.json'}" in files[: files.index("")]  # the summary is listed with the rest
     summary = json.loads((tmp_out / "run_summary.json").read_text())
     assert set(summary) == set(SUMMARY_KEYS) and summary["schema"] == SUMMARY_SCHEMA_VERSION
     assert summary["ended_at"] > summary["started_at"] and summary["duration_s"] > 0
@@ -42,6 +45,9 @@ def test_the_summary_holds_the_run_s_figures_and_member_gates_judge_the_worst_me
     assert cluster["size"] == 1 and cluster["leader"] == etcd1.endpoints[0]
     assert cluster["members"][0]["version"].startswith("3.") and cluster["members"][0]["is_leader"] is True
     assert summary["environment"]["load"]["processes"] == 1 and summary["environment"]["load"]["workers"] == 0
+    # the puts per key counted from the keys' versions: every put of the run, uniform keys
+    skew = summary["skew"]
+    assert skew["distribution"] == "uniform" and skew["theoretical_share"] == 0.01 and skew["writes"] > 0
 
     # the requests: exactly the figures of PREFIX_latency.csv, the Aggregated row included
     latency = read_csv_rows(tmp_out / "run_latency.csv")

@@ -536,6 +536,26 @@ def test_a_skewed_run_gets_one_note_with_its_hottest_share_from_its_summary(runs
     assert result.stdout.count("keys drawn") == 1  # the run without a summary has no note
 
 
+def test_a_run_whose_puts_were_counted_gets_the_counted_share_in_its_note(runs: Path) -> None:
+    counted = {
+        "distribution": "zipfian:0.99",
+        "key_space_size": 1000,
+        "hottest_keys": 10,
+        "keys_written": 466,
+        "writes": 2645,
+        "hottest_share": 0.4011,
+        "theoretical_share": 0.3983,
+    }
+    (runs / "one_member_skew.json").write_text(json.dumps(counted))
+    result = cli(runs / "one_member", runs / "three_members", "--labels", "zipf,plain")
+    assert result.returncode == 0, result.stderr
+    note = (
+        "zipf: 2645 puts to 466 keys, 40.1% of them to the hottest 1% (10 keys) of the 1000, counted from etcd's "
+        "keys' versions (keys drawn zipfian:0.99: 39.8% in theory)."
+    )
+    assert note in result.stdout
+
+
 @pytest.mark.parametrize(
     ("options", "expected"),
     [

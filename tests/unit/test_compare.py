@@ -258,3 +258,13 @@ def test_a_side_that_matches_no_run_is_one_line(tmp_path: Path):
     a = write_run(tmp_path / "a", 1)
     assert_one_line_error(cli("compare", a, str(tmp_path / "none-*")), "candidate", "matches no run")
     assert_one_line_error(cli("compare", a, str(tmp_path / "missing")), "no run found at prefix")
+
+
+def test_a_comparison_written_twice_to_its_own_page_shows_once(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    out = tmp_path / "out"
+    for _ in range(2):
+        assert cli("compare", a, b, "--out", out).returncode == 0
+    page = (out / "report.html").read_text()
+    assert page.count("etcd before and after</h2>") == 1
+    assert page.index("<h1>") < page.index('<section id="compare">') < page.index("</html>")

@@ -12,8 +12,10 @@ import pytest
 from etcd_users.arrivals import first_arrival, intervals
 from etcd_users.distributions import (
     KeyDistribution,
+    counted_hottest_share,
     fnv1a_64,
     parse_key_distribution,
+    writes_per_key,
     zeta,
     zipfian_ranks,
 )
@@ -135,3 +137,19 @@ def test_arrivals_keep_the_mean_rate_poisson_varying_as_much_as_its_mean(arrival
     assert mean == pytest.approx(1 / rate, rel=0.01)
     assert statistics.pstdev(gaps) / mean == pytest.approx(cv, abs=0.02)
     assert 0 <= first_arrival(arrival, rate, random.Random(3)) < 1.0
+
+
+# -- the puts per key counted from etcd's keys' versions --
+
+
+def test_puts_per_key_are_the_versions_difference_and_a_recreated_key_counts_from_its_new_version() -> None:
+    before = {b"a": 3, b"b": 5, b"c": 9}
+    after = {b"a": 7, b"b": 5, b"c": 2, b"d": 4}  # b untouched, c deleted and put twice, d new
+    assert sorted(writes_per_key(before, after)) == [2, 4, 4]
+
+
+def test_the_counted_share_is_the_hottest_one_percent_of_the_key_space_over_all_puts() -> None:
+    writes = [50, 30] + [1] * 20  # 100 puts; 200 keys: the hottest 1 % is the 2 hottest keys
+    assert counted_hottest_share(writes, 200) == pytest.approx(0.8)
+    assert counted_hottest_share(writes, 50) == pytest.approx(0.5)  # at least one key
+    assert counted_hottest_share([], 200) is None
