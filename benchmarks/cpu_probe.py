@@ -96,6 +96,8 @@ class _Probe:
             "requests": total.num_requests,
             "failures": total.num_failures,
             "users": self.environment.runner.user_count,
+            # each request name's count: a watch run's events are its watch rows, its puts the put rows
+            "by_name": {name: entry.num_requests for (name, _), entry in self.environment.runner.stats.entries.items()},
         }
 
     def close(self, **_kwargs) -> None:
@@ -112,13 +114,15 @@ class _Probe:
         closed = self._snapshot()
         self.environment.events.request.remove_listener(self._on_request)
         opened = self.opened
-        delta = {key: closed[key] - opened[key] for key in opened if key != "users"}
+        delta = {key: closed[key] - opened[key] for key in opened if key not in ("users", "by_name")}
+        by_name = {name: count - opened["by_name"].get(name, 0) for name, count in closed["by_name"].items()}
         result = {
             "state": "done",
             "pid": os.getpid(),
             "seconds": delta["time"],
             "requests": delta["requests"],
             "failures": delta["failures"],
+            "by_name": by_name,
             "recorded": self.histogram.get_total_count(),
             "cpu_seconds": delta["cpu"],
             "cpu_user_seconds": delta["cpu_user"],

@@ -52,6 +52,7 @@ class EtcdClient:
     def __init__(self, environment) -> None:
         self.environment = environment
         self._fire = environment.events.request.fire
+        self._fire_watch_event = self.watch_reporter("watch/event")  # EtcdWatcherUser's events of this process's puts
         self._session: session.Session | None = None
         # set by a rate-driven loop: when the request should have been sent (time.perf_counter())
         self.intended_start: float | None = None
@@ -88,14 +89,16 @@ class EtcdClient:
                 watching.acknowledged(response.header.revision, self._acknowledged, self._fire_watch_event)
         return response
 
-    def _fire_watch_event(self, seconds: float) -> None:
-        self._fire(
-            request_type=REQUEST_TYPE,
-            name="watch/event",
-            response_time=seconds * 1000.0,
-            response_length=0,
-            exception=None,
-        )
+    def watch_reporter(self, name: str) -> Callable[[float], None]:
+        """The report of one watch event as a ``name`` row: ``seconds`` from its write's acknowledgement to it."""
+        fire = self._fire
+
+        def report(seconds: float) -> None:
+            fire(
+                request_type=REQUEST_TYPE, name=name, response_time=seconds * 1000.0, response_length=0, exception=None
+            )
+
+        return report
 
     def range(
         self,
@@ -303,7 +306,7 @@ class EtcdClient:
         self._report("put", response, None, put_seconds, acknowledged)
         if self._ledger is not None:
             self._ledger.put(key, response.header.revision)
-        for latency in latencies:
+        for latency in latencies:  # inline, not through watch_reporter: a frame less per event
             self._fire(
                 request_type=REQUEST_TYPE, name=name, response_time=latency * 1000.0, response_length=0, exception=None
             )

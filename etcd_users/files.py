@@ -110,6 +110,7 @@ ETCD_METRICS_COLUMNS = (
     # (BUCKETS_FORMAT), from which a P99 over any span of the run is computed
     *("PeerRttP99Ms", "SnapshotSaveP99Ms", "SlowApplies"),
     *("FsyncBuckets", "BackendCommitBuckets", "PeerRttBuckets", "SnapshotSaveBuckets"),
+    "OpenFds",  # the member's open files: its client connections plus a constant
 )
 # A histogram's cumulative buckets in one field: ``LE=COUNT;LE=COUNT;…`` with LE in seconds (``inf`` last);
 # PeerRttBuckets holds one histogram per peer, each bucket as ``PEER@LE=COUNT``.
@@ -180,6 +181,19 @@ SUMMARY_KEYS = (
     *("levels", "capacity", "disruptions", "audit", "members"),
     "lost_workers",  # later: absent from older files
     "skew",  # later: the puts per key counted from the keys' versions (PREFIX_skew.json), absent from older files
+    "watch",  # later: the watch workloads' figures and whether the client kept up (null without watch events)
+)
+# its "watch" (etcd_users.watchers.run): EtcdWatcherUser's watchers and events, and the progress intervals with watch
+# events in which the client process was busy (a whole core wanted, or its loop behind) of all those with events:
+# client_bound when half
+SUMMARY_WATCH_KEYS = (
+    "watchers",
+    "events",
+    "events_per_s",
+    "cancelled",
+    "client_bound",
+    "busy_intervals",
+    "event_intervals",
 )
 # each of its "lost_workers": a worker that went silent mid-run (etcd_users.reporting.lost_workers), when (its last
 # heartbeat, unix seconds and seconds into the run), its users and the run's then, and when it came back (or null)

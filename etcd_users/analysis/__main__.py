@@ -223,10 +223,10 @@ def memory_parser() -> argparse.ArgumentParser:
         "Fit etcd's memory model to the RSS of the members polled during runs (PREFIX_etcd_metrics.csv), by least "
         "squares over every answered poll, each member with its own base: RSS = base + c1*keys + c2*revisions "
         "(keys: the Keys column, else the successful puts so far; revisions: ProposalsApplied, the applied raft "
-        "index), or RSS = base + c_stream*WatchStreams + c_watcher*Watchers (+ c2*revisions when the watch users' "
-        "puts grow them, so that their cost is not put on the watchers). Prints the slopes in bytes with their "
-        "standard errors and R², beside etcd's benchmark figures (120 B/key, 30 B/revision, 18 KB/stream, "
-        "350 B/watcher).",
+        "index), or RSS = base + c_stream*WatchStreams + c_watcher*Watchers (+ c_conn*OpenFds when the members' "
+        "connections grow within a run, + c2*revisions when the watch users' puts grow them, so that their cost is "
+        "not put on the watchers). Prints the slopes in bytes with their standard errors and R², beside etcd's "
+        "benchmark figures (120 B/key, 30 B/revision, 17 KB/connection, 18 KB/stream, 350 B/watcher).",
         width=100,
     )
     parser = argparse.ArgumentParser(

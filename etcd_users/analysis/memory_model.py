@@ -11,8 +11,9 @@ squares over every answered poll of every member in ``PREFIX_etcd_metrics.csv``:
   keys written only while sequential puts have not wrapped the key space. revisions is ``ProposalsApplied``, the
   member's applied raft index: one entry per put, delete or transaction plus a few internal ones, and no revision
   is dropped while nothing compacts (the local members here never auto-compact).
-- ``watch``: RSS = base + c_stream * WatchStreams + c_watcher * Watchers. Connections are not a term: the users
-  share ``--etcd-conns`` connections per endpoint, so their number does not change during a run. The watch users
+- ``watch``: RSS = base + c_stream * WatchStreams + c_watcher * Watchers, + c_conn * connections when the member's
+  open files (``OpenFds``, its client connections plus a constant) grow within a run: users that each open their
+  own connection (``--etcd-conns`` at least the users) add connections as they start. The watch users
   also put their keys in a loop, so when revisions grow, c2 * revisions is fitted beside the two terms; otherwise
   what those revisions cost would be put on the streams and watchers that grew at the same time.
 
@@ -46,6 +47,10 @@ The runs must move the two terms of a model independently, in steps or ramps:
       --etcd-metrics-interval 1
     (the same with --etcd-watchers-per-stream 20 and --csv out/mem-watch20)
     python -m analysis memory out/mem-watch1 out/mem-watch20 --model watch
+
+  With each user on its own connection (``--etcd-conns`` at least the users) connections grow too, in proportion
+  to the streams: a third run with another ``--etcd-watch-streams`` tells them apart (docs/analysis.md has the
+  ladder to 10,000 connections, 100,000 streams and 1,000,000 watchers).
 
 Runs that do not vary the terms enough (a constant key count, keys and revisions in lockstep, too few polls) end
 with one line saying so and exit status 2.
@@ -92,6 +97,8 @@ class Model:
     hint: str  # what run to add when the terms move together
     # fitted too when it varies, so that what it costs is not put on the terms (the watch users' own puts)
     control: Term | None = None
+    # fitted too when it varies within a member's run (connections opened as the users grow)
+    optional: tuple[Term, ...] = ()
 
 
 KEYS = Model(
@@ -110,8 +117,10 @@ WATCH = Model(
         Term("streams", "watch streams", "c_stream (B/stream)", 18 * 1024.0),
         Term("watchers", "watchers", "c_watcher (B/watcher)", 350.0),
     ),
-    "add a run with another --etcd-watchers-per-stream, see --help",
+    "add a run with another --etcd-watchers-per-stream (and, when connections grow too, another --etcd-watch-streams), "
+    "see --help",
     control=KEYS.terms[1],
+    optional=(Term("connections", "connections", "c_conn (B/connection)", 17 * 1024.0),),
 )
 MODELS = {"keys": KEYS, "watch": WATCH}
 DOCUMENT = "source document"
@@ -164,6 +173,8 @@ def load_points(prefix: str, label: str, notes: list[str]) -> pd.DataFrame:
                     "revisions": rows["ProposalsApplied"],
                     "streams": _optional(rows, "WatchStreams"),
                     "watchers": _optional(rows, "Watchers"),
+                    # a member's open files: its client connections plus a constant that the base takes
+                    "connections": _optional(rows, "OpenFds"),
                 }
             )
         )
@@ -218,7 +229,8 @@ def _varies(points: pd.DataFrame, column: str) -> bool:
 def fitted_terms(points: pd.DataFrame, model: Model) -> list[Term]:
     """The model's terms, and its control term when that varies."""
     control = model.control
-    return [*model.terms, *([control] if control is not None and _varies(points, control.column) else [])]
+    optional = [term for term in model.optional if _varies(points, term.column)]
+    return [*model.terms, *optional, *([control] if control is not None and _varies(points, control.column) else [])]
 
 
 def why_not_identified(points: pd.DataFrame, model: Model, terms: list[Term]) -> str | None:
@@ -291,7 +303,8 @@ def memory_report(prefixes: list[str], labels: list[str], model_name: str = "aut
     )
     model = choose_model(points, model_name)
     terms = fitted_terms(points, model)
-    formula = model.formula + (f" + {_symbol(terms[-1])}·{terms[-1].column}" if model.control in terms else "")
+    added = [term for term in terms if term not in model.terms]
+    formula = model.formula + "".join(f" + {_symbol(term)}·{term.column}" for term in added)
     reason = why_not_identified(points, model, terms)
     if reason is not None:
         raise AnalysisError(f"not enough variation to fit {formula}: {reason}")
@@ -353,13 +366,24 @@ def _model_notes(model: Model, terms: list[Term], points: pd.DataFrame) -> list[
     else:
         notes.append(
             "streams = WatchStreams, watchers = Watchers (etcd_debugging_mvcc_watch_stream_total, "
-            "etcd_debugging_mvcc_watcher_total); the document's 17 KB per connection is not fitted: the users share "
-            "a fixed number of connections. Document figures: 18 KB per stream, 350 B per watcher, from RSS."
+            "etcd_debugging_mvcc_watcher_total). Document figures: 17 KB per connection, 18 KB per stream, 350 B "
+            "per watcher, from RSS."
         )
+        if any(term in terms for term in model.optional):
+            notes.append(
+                "connections = OpenFds (process_open_fds: the member's client connections plus a constant its base "
+                "takes); fitted because they grew within a run (users on their own connections, --etcd-conns)."
+            )
+        else:
+            notes.append(
+                "Connections are not fitted: they did not vary within any run (the users share --etcd-conns "
+                "connections, or the runs have no OpenFds)."
+            )
         if model.control in terms:
             notes.append(
-                "The watch users' own puts add revisions (ProposalsApplied) as the run goes on: c2·revisions is "
-                "fitted beside them so that their memory is not put on the streams and watchers."
+                "Revisions (ProposalsApplied) grew during the runs (the watch users' own puts, the tool's own "
+                "writes): c2·revisions is fitted beside them so that their memory is not put on the streams and "
+                "watchers."
             )
     notes.append(
         "Standard errors assume independent residuals; consecutive polls are not, so they are a lower bound. "

@@ -245,7 +245,7 @@ class KubernetesClient(EtcdClient):
         self._state: KubernetesState | None = None
         self._compares = False  # the call in flight is a Txn whose failed compare is a conflict
         self._acknowledged = 0.0  # time.perf_counter() at the status of the last call, on the loop thread
-        self._watch_fire = self._fire_watch
+        self._watch_fire = self.watch_reporter("k8s/watch")
         self._reads = {
             "get": self.get,
             "get-stale": self.get_stale,
@@ -303,15 +303,6 @@ class KubernetesClient(EtcdClient):
                     request_type=REQUEST_TYPE, name="k8s/watch", response_time=0.0, response_length=0, exception=label
                 )
         latencies.deliver(self._watch_fire, time.perf_counter(), self.k8s.observe)
-
-    def _fire_watch(self, seconds: float) -> None:
-        self._fire(
-            request_type=REQUEST_TYPE,
-            name="k8s/watch",
-            response_time=seconds * 1000.0,
-            response_length=0,
-            exception=None,
-        )
 
     # -- reads --
 

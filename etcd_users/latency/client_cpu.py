@@ -50,7 +50,7 @@ Sample = tuple[int, float, float | None]  # (second, CPU and run-queue wait in p
 Row = tuple[int, str, float, float | None]  # (second, process, CPU %, wait %)
 
 
-def _run_queue_wait() -> float | None:
+def run_queue_wait() -> float | None:
     """Seconds the main thread has waited for a CPU since it started; None where the system does not say."""
     try:
         with open(SCHEDSTAT, "rb") as stat:
@@ -96,10 +96,10 @@ class CpuSampler:
         # the first interval starts on the next whole second
         second = math.floor(_now()) + 1
         gevent.sleep(max(0.0, second - _now()))
-        wall, cpu, waited = _now(), _cpu(), _run_queue_wait()
+        wall, cpu, waited = _now(), _cpu(), run_queue_wait()
         while True:
             gevent.sleep(max(0.0, second + SAMPLE_SECONDS - _now()))
-            now, used, waiting = _now(), _cpu(), _run_queue_wait()
+            now, used, waiting = _now(), _cpu(), run_queue_wait()
             percent = cpu_percent(used - cpu, now - wall)
             wait = None if waiting is None or waited is None else cpu_percent(waiting - waited, now - wall)
             if percent is not None:

@@ -62,6 +62,7 @@ GAUGE_COLUMNS = {
     "RssBytes": "process_resident_memory_bytes",
     "CpuSeconds": "process_cpu_seconds_total",
     "SlowApplies": "etcd_server_slow_apply_total",
+    "OpenFds": "process_open_fds",  # the member's sockets and files: its client connections, give or take a constant
 }
 DEBUGGING_COLUMNS = {
     "Keys": "etcd_debugging_mvcc_keys_total",

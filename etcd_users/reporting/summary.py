@@ -33,6 +33,7 @@ from etcd_users.reporting.preflight import MemberReport
 from etcd_users.reporting.sla import Result
 from etcd_users.reporting.worker_watch import WorkerWatch
 from etcd_users.settings import SettingsError, SummarySettings
+from etcd_users.watchers.run import WatchersRun
 
 logger = logging.getLogger(__name__)
 
@@ -277,6 +278,7 @@ class RunSummary(FeatureHooks):
 
         shape = run_file("shape")
         watch = tool.feature(WorkerWatch)
+        watchers = tool.feature(WatchersRun)
         return {
             "schema": SUMMARY_SCHEMA_VERSION,
             "started_at": started,
@@ -303,4 +305,5 @@ class RunSummary(FeatureHooks):
             "skew": run_file("skew"),
             "members": member_figures(rows).to_dict() if rows is not None else None,
             "lost_workers": [lost.to_dict() for lost in watch.lost] if watch is not None else [],
+            "watch": watchers.summary() if watchers is not None else None,
         }

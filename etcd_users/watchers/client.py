@@ -20,7 +20,10 @@ from etcd_users.watchers import state
 from etcd_users.watchers.streams import PrefixWatchers
 
 NAME = "watch/event"
-_TICK = 0.25  # seconds between a user's reports
+_TICK = 0.25  # seconds between the process's reports
+# seconds between the other users' looks at whether the run goes on: one user reports for the process (the
+# latencies and cancels are the process's), so 10,000 watcher users do not wake 40,000 times a second
+_IDLE_TICK = 2.0
 _RETRY_PAUSE = 1.0  # seconds before a user whose watchers could not be opened tries again
 
 
@@ -37,6 +40,7 @@ class WatcherClient:
     def __init__(self, etcd: EtcdClient) -> None:
         self.etcd = etcd
         self._fire = etcd.environment.events.request.fire
+        self._fire_delivery = etcd.watch_reporter(NAME)
         self._watchers: PrefixWatchers | None = None
 
     def run(self, running: Callable[[], bool]) -> None:
@@ -51,12 +55,19 @@ class WatcherClient:
                     self._fire_failure(error_label(error))
                     gevent.sleep(_RETRY_PAUSE)
                     continue
+            if process.reporter is None:
+                process.reporter = self
+            if process.reporter is not self:
+                gevent.sleep(_IDLE_TICK)
+                continue
             gevent.sleep(_TICK)
             while process.cancelled:
                 self._fire_failure(process.cancelled.popleft())
             latencies.deliver(self._fire_delivery, time.perf_counter())
 
     def stop(self) -> None:
+        if state.current.reporter is self:
+            state.current.reporter = None  # another user takes over at its next look
         if self._watchers is not None:
             self.etcd.session.bridge.post(self._watchers.cancel)
             self._watchers = None
@@ -64,11 +75,6 @@ class WatcherClient:
     def _counts(self):
         record = self.etcd._record
         return record.watches if record is not None else None
-
-    def _fire_delivery(self, seconds: float) -> None:
-        self._fire(
-            request_type=REQUEST_TYPE, name=NAME, response_time=seconds * 1000.0, response_length=0, exception=None
-        )
 
     def _fire_failure(self, label: str) -> None:
         self._fire(request_type=REQUEST_TYPE, name=NAME, response_time=0.0, response_length=0, exception=label)

@@ -1,15 +1,21 @@
 """The watchers' part of a run: a fresh tally in each process at the start, a progress line every few seconds
 while watchers are open, workers' tallies sent with their reports, and one line at the end with the whole run's
-events, events per second, lags and cancelled watchers (on the master, all the workers' together)."""
+events, events per second, lags and cancelled watchers (on the master, all the workers' together).
+
+Every few seconds each process also notes whether watch events came (EtcdWatcherUser's, or EtcdWatchUser's
+``watch`` rows) and whether it wanted a whole core meanwhile: a run whose client was busy most of the time events
+came is client-bound, said by a warning when it first shows and at the end, and in the summary's ``watch``."""
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 from locust.runners import MasterRunner, WorkerRunner
 
 import logging
+import time
 
 import gevent
 
 from etcd_users.features import FeatureHooks
+from etcd_users.latency.client_cpu import cpu_percent, run_queue_wait
 from etcd_users.transport import bridge as bridges
 from etcd_users.watchers import state
 from etcd_users.watchers.tally import WatchTally
@@ -19,6 +25,8 @@ _console = logging.getLogger("locust.stats_logger")  # where Locust prints its s
 
 REPORT_KEY = "etcd_watchers"
 PROGRESS_SECONDS = 2.0
+FAN_OUT_ROW = ("watch", "etcd")  # EtcdWatchUser's row: one request per event
+WARN_AFTER_INTERVALS = 3  # intervals with events before a client-bound run is told during the run
 
 
 class WatchersRun(FeatureHooks):
@@ -35,14 +43,32 @@ class WatchersRun(FeatureHooks):
             return
         state.reset()
         if self._progress is None:
-            self._progress = gevent.spawn(self._log_progress)
+            self._progress = gevent.spawn(self._log_progress, environment)
 
-    def _log_progress(self) -> None:
+    def _log_progress(self, environment) -> None:
+        stats = environment.runner.stats
+        warned = False
+        events = 0
+        lag = _LoopLag()
+        wall, cpu, waited = time.time(), time.process_time(), run_queue_wait()
         while True:
             gevent.sleep(PROGRESS_SECONDS)
             tally = state.current.tally
+            now, used, waiting = time.time(), time.process_time(), run_queue_wait()
+            fan_out = stats.entries.get(FAN_OUT_ROW)
+            seen = tally.events + (fan_out.num_requests if fan_out is not None else 0)
+            demand = cpu_percent(used - cpu, now - wall)
+            if demand is not None and waiting is not None and waited is not None:
+                demand += cpu_percent(waiting - waited, now - wall) or 0.0
+            tally.count_interval(seen > events, demand, lag.seconds())
+            if seen > events:  # events came: the transport runs (a run without them never starts one here)
+                lag.probe(bridges.bridge())
+            events, wall, cpu, waited = seen, now, used, waiting
             if tally.watchers:
                 logger.info("%s", tally.line())
+            if not warned and tally.event_intervals >= WARN_AFTER_INTERVALS and tally.client_bound:
+                logger.warning("%s", tally.client_line())
+                warned = True
 
     def on_test_stop(self, environment, **_kwargs) -> None:
         if self._progress is not None:
@@ -56,7 +82,7 @@ class WatchersRun(FeatureHooks):
                 logger.debug("watchers' counts not flushed", exc_info=True)
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
-        if state.current.latencies is not None:
+        if state.current.latencies is not None or state.current.tally.event_intervals:
             data[REPORT_KEY] = state.current.tally.to_dict()
 
     def on_worker_report(self, client_id, data, **_kwargs) -> None:
@@ -69,6 +95,23 @@ class WatchersRun(FeatureHooks):
         tally = self.total()
         if tally.watchers or tally.cancelled:
             _console.info("%s", tally.line())
+        if tally.client_bound:
+            _console.warning("%s", tally.client_line())
+
+    def summary(self) -> dict | None:
+        """The summary's ``watch``: the watchers' figures and whether the client kept up; None without watch events."""
+        tally = self.total()
+        if not (tally.watchers or tally.event_intervals or tally.cancelled):
+            return None
+        return {
+            "watchers": tally.watchers,
+            "events": tally.events,
+            "events_per_s": round(tally.events_per_second, 1),
+            "cancelled": dict(tally.cancelled),
+            "client_bound": tally.client_bound,
+            "busy_intervals": tally.busy_intervals,
+            "event_intervals": tally.event_intervals,
+        }
 
     def total(self) -> WatchTally:
         if not self._master:
@@ -77,6 +120,29 @@ class WatchersRun(FeatureHooks):
         for report in self.reports.values():
             tally.add(WatchTally.from_dict(report))
         return tally
+
+
+class _LoopLag:
+    """How late the transport's loop runs a callback posted to it: the backlog a received response waits behind."""
+
+    def __init__(self) -> None:
+        self._sent: float | None = None
+        self._lag: float | None = None
+
+    def probe(self, bridge: bridges.Bridge) -> None:
+        sent = self._sent = time.perf_counter()
+        self._lag = None
+        bridge.post(self._arrived, sent)
+
+    def _arrived(self, sent: float) -> None:  # on the loop thread
+        if sent == self._sent:
+            self._lag = time.perf_counter() - sent
+
+    def seconds(self) -> float | None:
+        """The last probe's lag; a probe not run yet counts as late as it is. None without a probe."""
+        if self._sent is None:
+            return None
+        return self._lag if self._lag is not None else time.perf_counter() - self._sent
 
 
 async def _flushed() -> None:

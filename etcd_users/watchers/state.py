@@ -26,6 +26,7 @@ class ProcessWatchers:
         # events matched to this process's puts by revision: made by the first watcher user, None without one
         self.latencies: WatchLatencies | None = None
         self.local_writes = False  # a put of this process was acknowledged while watchers ran: match events
+        self.reporter: object | None = None  # the one watcher user that reports the process's latencies and cancels
 
     def start_matching(self) -> WatchLatencies:
         if self.latencies is None:

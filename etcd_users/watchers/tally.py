@@ -1,5 +1,11 @@
 """What a process's watchers saw, in counts that add up across processes. Pure.
 
+``busy_intervals`` of ``event_intervals``: the progress intervals in which events came, and those in which the
+process was busy: it wanted a whole core (its CPU plus its run-queue wait at least ``CLIENT_BOUND_PCT`` % of one), or
+its transport's loop ran a callback posted to it ``CLIENT_LAG_S`` late or later (the responses gRPC had received were
+waiting for the loop: the loop's thread had no CPU, or too much to do). A watch client that is busy most of the time
+it receives events queues them, and its delivery latency measures it, not etcd.
+
 ``behind`` is a revision lag: at each response with events, the newest revision the process has heard of (any
 response's header) minus the response's last event's revision. ``by_response`` counts every response's lag,
 ``by_watcher`` each watcher's largest. Lags are kept in buckets: exact below 100, two significant digits above.
@@ -11,6 +17,9 @@ from dataclasses import dataclass, field
 
 COMPACTED_LABEL = "mvcc: required revision has been compacted"
 CANCELED_LABEL = "etcdserver: watch canceled"  # etcd ended the watcher and said no reason
+# the rule of etcd_users.analysis.client: a process that wants this much of a core (%) has none to spare
+CLIENT_BOUND_PCT = 90.0
+CLIENT_LAG_S = 0.05  # seconds: a backlog of 50 ms on the loop outweighs etcd's own watch latency many times
 
 
 def bucket(lag: int) -> int:
@@ -52,11 +61,15 @@ class WatchTally:
     by_response: dict[int, int] = field(default_factory=dict)
     by_watcher: dict[int, int] = field(default_factory=dict)
     cancelled: dict[str, int] = field(default_factory=dict)
+    event_intervals: int = 0  # progress intervals in which events came (in each process)
+    busy_intervals: int = 0  # and of those, the ones in which the process wanted a whole core
 
     def add(self, other: WatchTally) -> None:
         self.watchers += other.watchers
         self.events += other.events
         self.progress += other.progress
+        self.event_intervals += other.event_intervals
+        self.busy_intervals += other.busy_intervals
         if other.first is not None:
             self.first = other.first if self.first is None else min(self.first, other.first)
             self.last = other.last if self.last is None else max(self.last, other.last)
@@ -74,6 +87,20 @@ class WatchTally:
             return 0.0
         return self.events / (self.last - self.first)
 
+    def count_interval(self, had_events: bool, demand_pct: float | None, loop_lag_s: float | None = None) -> None:
+        """One progress interval: whether events came, the CPU plus run-queue wait of the process (% of a core) and
+        how late the transport's loop ran a callback posted to it (seconds)."""
+        if had_events:
+            self.event_intervals += 1
+            wanted_a_core = demand_pct is not None and demand_pct >= CLIENT_BOUND_PCT
+            if wanted_a_core or (loop_lag_s is not None and loop_lag_s >= CLIENT_LAG_S):
+                self.busy_intervals += 1
+
+    @property
+    def client_bound(self) -> bool:
+        """The client was busy in at least half of the intervals in which events came."""
+        return self.event_intervals > 0 and 2 * self.busy_intervals >= self.event_intervals
+
     @property
     def watchers_behind(self) -> int:
         """Watchers that delivered at least one event behind the newest revision known."""
@@ -90,6 +117,8 @@ class WatchTally:
             "by_response": sorted(self.by_response.items()),
             "by_watcher": sorted(self.by_watcher.items()),
             "cancelled": dict(self.cancelled),
+            "event_intervals": self.event_intervals,
+            "busy_intervals": self.busy_intervals,
         }
 
     @classmethod
@@ -103,6 +132,17 @@ class WatchTally:
             by_response={int(lag): int(count) for lag, count in data.get("by_response", ())},
             by_watcher={int(lag): int(count) for lag, count in data.get("by_watcher", ())},
             cancelled={str(label): int(count) for label, count in data.get("cancelled", {}).items()},
+            event_intervals=int(data.get("event_intervals", 0)),
+            busy_intervals=int(data.get("busy_intervals", 0)),
+        )
+
+    def client_line(self) -> str:
+        """The warning of a client-bound watch run."""
+        return (
+            f"watchers: client-bound: the load generator was busy (a whole core wanted, or its transport's loop "
+            f"{CLIENT_LAG_S * 1000:g} ms or more behind) in {self.busy_intervals} of the {self.event_intervals} "
+            "intervals with events, so events queued in the client and the watch delivery latency measures it, not "
+            "etcd; spread the watchers over more processes (--processes N or workers) or use fewer per process"
         )
 
     def line(self) -> str:

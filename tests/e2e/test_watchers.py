@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -86,3 +87,42 @@ def test_a_watcher_on_compacted_history_is_counted_under_etcds_reason(fresh_etcd
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert failure_labels(tmp_out / "run") == {"mvcc: required revision has been compacted": 3}
     assert "cancelled: mvcc: required revision has been compacted 3" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_hundred_thousand_watchers_on_two_hundred_streams_count_every_event(etcd1, tmp_out):
+    prefix, puts = "/watchers-hundred-thousand/", 3
+    watching = ("EtcdWatcherUser", "--etcd-prefix", prefix, "--etcd-cleanup", "--csv", str(tmp_out / "watch"))
+    fan_out = ("--etcd-watch-streams", "50", "--etcd-watchers-per-stream", "500")  # 4 users: 200 streams
+    endpoints = ("--etcd-endpoints", ",".join(etcd1.endpoints))
+    with start_locust(*HEADLESS, "-u", "4", "-r", "4", *endpoints, *watching, *fan_out, log_dir=tmp_out) as watchers:
+        deadline = time.monotonic() + 240
+        while (line := last_line(watchers.output()[1])) is None or line["watchers"] < 100_000:
+            assert watchers.poll() is None and time.monotonic() < deadline, watchers.output()[1][-3000:]
+            time.sleep(0.5)
+        client = etcd3.client(host="127.0.0.1", port=int(etcd1.endpoints[0].rsplit(":", 1)[1]))
+        for index in range(puts):
+            client.put(f"{prefix}{index}", "v")
+        # however slow the machine, the events on their way are waited for: the count is what is judged
+        while (line := last_line(watchers.output()[1]))["events"] < puts * 100_000 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        watchers.interrupt()
+        done = watchers.finish()
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert line["watchers"] == 100_000 and line["events"] == puts * 100_000
+    watch = json.loads((tmp_out / "watch_summary.json").read_text())["watch"]
+    assert (watch["watchers"], watch["events"]) == (100_000, puts * 100_000)
+    assert watch["event_intervals"] >= watch["busy_intervals"] >= 0
+    assert watch["client_bound"] == (2 * watch["busy_intervals"] >= watch["event_intervals"] > 0)
+
+
+@pytest.mark.slow
+def test_a_watch_run_with_a_client_to_spare_is_not_client_bound(etcd1, tmp_out):
+    args = ("EtcdWatchUser", "--etcd-prefix", "/watchers-idle/", "--etcd-cleanup", "--etcd-user-rate", "2")
+    result = run_locust(*headless_args(etcd1, tmp_out / "run", *args, users=2, seconds=8))
+    assert result.returncode == 0, result.stderr[-3000:]
+    watch = json.loads((tmp_out / "run_summary.json").read_text())["watch"]
+    # the fan-out's events are its watch rows: the intervals in which they came are counted, few if any busy (a
+    # start-up on a loaded machine may be)
+    assert watch["event_intervals"] >= 3 and watch["busy_intervals"] <= 1 and watch["client_bound"] is False
+    assert "client-bound" not in result.stderr

@@ -204,7 +204,8 @@ def write_metrics(path: Path, columns: dict[str, list], members: int = 3) -> Non
             if isinstance(row["RssBytes"], list):
                 row["RssBytes"] = row["RssBytes"][member]
             rows.append(row)
-    pd.DataFrame(rows, columns=METRICS_COLUMNS).to_csv(path, index=False)
+    later = [column for column in columns if column not in METRICS_COLUMNS]  # e.g. OpenFds
+    pd.DataFrame(rows, columns=[*METRICS_COLUMNS, *later]).to_csv(path, index=False)
 
 
 def keys_series(polls: int = 120, noise: float = 100_000.0, seed: int = 7) -> dict[str, list]:
@@ -310,3 +311,28 @@ def test_memory_keys_from_counted_puts_when_keys_is_empty(runs: Path) -> None:
     first_member = points[points["member"] == "http://127.0.0.1:2379"]
     assert first_member["keys"].tolist() == [0, 400, 800, 1200, 1598, 1998, 2398, 2798, 3192, 3592, 3992]
     assert any("keys = successful puts so far" in note for note in notes)
+
+
+def test_memory_watch_model_fits_connections_when_they_grow_within_a_run(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    # users on their own connections: connections, streams and watchers grow together, in other proportions per run
+    for name, streams_per_user, per_stream in (("s10w10", 10, 10), ("s10w1", 10, 1), ("s1w10", 1, 10)):
+        users = [1_000 * (1 + poll // 10) for poll in range(40)]
+        streams = [u * streams_per_user for u in users]
+        watchers = [s * per_stream for s in streams]
+        rss = [
+            [round(60_000_000 + 17_408 * u + 18_432 * s + 350 * w + rng.normal(0, 200_000)) for _ in range(3)]
+            for u, s, w in zip(users, streams, watchers, strict=True)
+        ]
+        columns = {"WatchStreams": streams, "Watchers": watchers, "RssBytes": rss, "OpenFds": [u + 30 for u in users]}
+        columns |= {"Keys": [50] * 40, "ProposalsApplied": [100] * 40}
+        write_metrics(tmp_path / f"{name}_etcd_metrics.csv", columns)
+    names = ["s10w10", "s10w1", "s1w10"]
+    report = memory_report([str(tmp_path / name) for name in names], names, "watch")
+    assert report.model is WATCH and "+ c_conn·connections," in report.title
+    pooled = report.table.iloc[0]
+    assert pooled["c_conn (B/connection)"] == pytest.approx(17_408, rel=0.05)
+    assert pooled["c_stream (B/stream)"] == pytest.approx(18_432, rel=0.05)
+    assert pooled["c_watcher (B/watcher)"] == pytest.approx(350, rel=0.05)
+    assert report.table.iloc[-1]["c_conn (B/connection)"] == 17 * 1024
+    assert any(note.startswith("connections = OpenFds") for note in report.notes)

@@ -179,6 +179,7 @@ etcd_mvcc_db_total_size_in_use_in_bytes 32768
 etcd_server_quota_backend_bytes 2147483648
 process_resident_memory_bytes 50000000
 process_cpu_seconds_total 1.5
+process_open_fds 42
 etcd_disk_wal_fsync_duration_seconds_bucket{{le="0.001"}} {fast}
 etcd_disk_wal_fsync_duration_seconds_bucket{{le="0.008"}} 10
 etcd_disk_wal_fsync_duration_seconds_bucket{{le="+Inf"}} 10
@@ -228,6 +229,7 @@ def test_row_and_error_fields_are_the_columns_in_order():
         "BackendCommitBuckets": "0.016=5;inf=5",
         "PeerRttBuckets": "",
         "SnapshotSaveBuckets": "",
+        "OpenFds": 42,
     }
     failed = error_fields(T0 + 0.5, "http://m2:2379", "connection refused")
     assert dict(zip(ETCD_METRICS_COLUMNS, failed, strict=True)) == {column: "" for column in ETCD_METRICS_COLUMNS} | {

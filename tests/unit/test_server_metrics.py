@@ -111,6 +111,7 @@ etcd_mvcc_db_total_size_in_bytes_other 99
 etcd_server_quota_backend_bytes 2.147483648e+09
 process_resident_memory_bytes 3.2858112e+07
 process_cpu_seconds_total 0.13
+process_open_fds 120
 etcd_disk_wal_fsync_duration_seconds_bucket{le="0.001"} 1
 etcd_disk_wal_fsync_duration_seconds_bucket{le="0.002"} 3
 etcd_disk_wal_fsync_duration_seconds_bucket{le="+Inf"} 4
@@ -165,6 +166,7 @@ def test_a_page_becomes_one_row_per_column():
         "BackendCommitBuckets": "0.004=2;inf=2",
         "PeerRttBuckets": "",
         "SnapshotSaveBuckets": "",
+        "OpenFds": 120,
     }
 
 

@@ -1,5 +1,6 @@
 """The watchers' tally, pure: lag buckets, percentiles, etcd's cancel reasons, sums across processes."""
 
+from etcd_users.watchers import tally as tally_module
 from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.tally import COMPACTED_LABEL, WatchTally, bucket, cancel_label, percentile
 
@@ -38,3 +39,43 @@ def test_the_slow_streams_are_the_share_asked_spread_evenly():
     assert slow.count(True) == 2 and slow != sorted(slow, reverse=True)
     assert not any(process.is_slow(stream, 0.0) for stream in range(8))
     assert all(process.is_slow(stream, 1.0) for stream in range(8))
+
+
+def test_a_watch_client_busy_in_half_the_intervals_with_events_is_client_bound():
+    from etcd_users.analysis.client import CLIENT_BOUND_PCT
+
+    assert CLIENT_BOUND_PCT == tally_module.CLIENT_BOUND_PCT  # the rule of the analysis, kept in one value
+    tally = WatchTally()
+    tally.count_interval(False, 100.0)  # no events: the interval does not count
+    tally.count_interval(True, 89.9)
+    assert (tally.event_intervals, tally.busy_intervals, tally.client_bound) == (1, 0, False)
+    tally.count_interval(True, 90.0)
+    tally.count_interval(True, None)  # a process whose CPU could not be read: not busy
+    assert (tally.event_intervals, tally.busy_intervals, tally.client_bound) == (3, 1, False)
+    tally.count_interval(True, 150.0)
+    assert tally.client_bound and not WatchTally().client_bound
+    # a loop 50 ms or more behind is busy too, whatever the CPU: the received responses wait for it
+    lagging = WatchTally()
+    lagging.count_interval(True, 40.0, 0.049)
+    lagging.count_interval(True, 40.0, 0.05)
+    assert (lagging.busy_intervals, lagging.client_bound) == (1, True) and tally_module.CLIENT_LAG_S == 0.05
+    # a master adds its workers' intervals: the share is over every process's intervals
+    total = WatchTally()
+    total.add(WatchTally.from_dict(tally.to_dict()))
+    total.add(WatchTally.from_dict(WatchTally(event_intervals=4).to_dict()))
+    assert (total.event_intervals, total.busy_intervals, total.client_bound) == (8, 2, False)
+    assert "client-bound" in tally.client_line() and "--processes" in tally.client_line()
+
+
+def test_the_summarys_watch_keys_are_the_declared_ones():
+    from etcd_users.files import SUMMARY_WATCH_KEYS
+    from etcd_users.watchers import state
+    from etcd_users.watchers.run import WatchersRun
+
+    state.reset()
+    run = WatchersRun(tool=None)
+    assert run.summary() is None  # a run without watch events has no watch figures
+    state.current.tally.count_interval(True, 95.0)
+    summary = run.summary()
+    state.reset()
+    assert tuple(summary) == SUMMARY_WATCH_KEYS and summary["client_bound"] is True
