@@ -1,9 +1,10 @@
 """The shell commands the documentation shows, and the quick variant of each that a test runs.
 
 Commands are the lines of the ```bash blocks of README.md and of the pages of mkdocs.yml's nav, in that order, so a
-command that reads a run's files comes after the run that makes them. A block right after the line
-``<!-- needs a real cluster -->`` is not run. Every other command is turned into a short run against the local etcd
-the tool starts itself: the rules of ``quick_variant`` shorten durations and plans, cap users and processes, and
+command that reads a run's files comes after the run that makes them. A block right after the line ``<!-- needs a real
+cluster -->`` (its commands need a cluster of one's own) or ``<!-- a measurement of minutes -->`` (the run behind the
+figures shown under it, too long for CI) is not run. Every other command is turned into a short run against the local
+etcd the tool starts itself: the rules of ``quick_variant`` shorten durations and plans, cap users and processes, and
 put every output under one directory.
 """
 
@@ -21,6 +22,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 MARKER = "<!-- needs a real cluster -->"
+LONG_MARKER = "<!-- a measurement of minutes -->"  # the figures shown under it come from that run; too long for CI
+MARKERS = {MARKER: "marked as needing a real cluster", LONG_MARKER: "marked as a measurement of minutes"}
 SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
 
 # executables of the environment the tests run in (.venv/bin of a clone, or wherever pytest's python lives)
@@ -59,7 +62,11 @@ class Command:
     page: str  # path relative to the repository
     line: int  # line of the command's first line in the page
     text: str  # the command, continuation lines joined
-    marked: bool  # in a block marked as needing a real cluster
+    marker: str = ""  # why its block is not run (MARKERS), empty for a block that is
+
+    @property
+    def marked(self) -> bool:
+        return bool(self.marker)
 
     @property
     def where(self) -> str:
@@ -106,13 +113,13 @@ def commands_of(path: Path) -> list[Command]:
     commands: list[Command] = []
     lines = path.read_text().splitlines()
     page = str(path.relative_to(REPO))
-    in_block, language, marked, pending, start = False, "", False, "", 0
+    in_block, language, marker, pending, start = False, "", "", "", 0
     previous = ""
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not in_block and stripped.startswith("```"):
             in_block, language = True, stripped[3:].strip().lower()
-            marked = previous == MARKER
+            marker = MARKERS.get(previous, "")
             continue
         if in_block and stripped == "```":
             in_block = False
@@ -131,7 +138,7 @@ def commands_of(path: Path) -> list[Command]:
         if stripped.endswith("\\"):
             pending += stripped[:-1] + " "
             continue
-        commands.append(Command(page, start, (pending + stripped).strip(), marked))
+        commands.append(Command(page, start, (pending + stripped).strip(), marker))
         pending = ""
     return commands
 
@@ -282,8 +289,8 @@ def _python_variant(args: list[str]) -> tuple[list[str], str, str]:
 
 def quick_variant(command: Command, out: Path) -> Plan:
     """What the test runs for ``command``: its quick variant, or why it is not run here."""
-    if command.marked:
-        return Plan(skip="marked as needing a real cluster")
+    if command.marker:
+        return Plan(skip=command.marker)
     for prefix, reason in NOT_RUN.items():
         if re.search(rf"(^|/){re.escape(prefix)}\b", command.text):
             return Plan(skip=reason)

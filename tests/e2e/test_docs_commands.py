@@ -1,10 +1,11 @@
-"""Every command the documentation shows runs: a quick variant of each, in page order, against the local etcd the
-tool starts itself (see ``tests/docs_commands.py`` for how commands are found and shortened).
+"""Every command the documentation shows runs: a quick variant of each, in page order, against the local etcd the tool
+starts itself (see ``tests/docs_commands.py`` for how commands are found and shortened).
 
-A command in a block marked ``<!-- needs a real cluster -->`` is not run; a command whose executable, module or file
-does not exist yet is skipped with a reason naming it. Each run must exit with a code that means success for it (0,
-or 3 when it was judged by SLA gates or searched a capacity: a verdict is a measurement, not a failure) and print no
-traceback (a Kubernetes run may also exit 1 when its only failures are write conflicts, as in a real cluster).
+A command in a block marked ``<!-- needs a real cluster -->`` or ``<!-- a measurement of minutes -->`` is not run; a
+command whose executable, module or file does not exist yet is skipped with a reason naming it. Each run must exit with
+a code that means success for it (0, or 3 when it was judged by SLA gates or searched a capacity: a verdict is a
+measurement, not a failure) and print no traceback (a Kubernetes run may also exit 1 when its only failures are write
+conflicts, as in a real cluster).
 """
 
 from __future__ import annotations
