@@ -142,6 +142,8 @@ BREACH_FILES = {
 # WaitPct: the time its users' thread was ready to run but waited for a CPU (Linux run queue), in percent of the
 # interval; empty where the system does not say.
 CLIENT_CPU_COLUMNS = ("Timestamp", "Process", "CpuPct", "WaitPct")
+# a process whose CpuPct + WaitPct (mean over a window) reach this had no CPU to spare: client-bound
+CLIENT_BOUND_PCT = 90.0
 MASTER_PROCESS = "master"
 LOCAL_PROCESS = "local"
 

@@ -26,10 +26,8 @@ from typing import NamedTuple
 import pandas as pd
 
 from etcd_users.analysis.hlog import EDGE_S
-from etcd_users.files import LOCAL_PROCESS, MASTER_PROCESS
+from etcd_users.files import CLIENT_BOUND_PCT, LOCAL_PROCESS, MASTER_PROCESS
 
-CLIENT_BOUND_PCT = 90.0
-"""A process that used or waited for this much of a core (%, mean over a window) had none to spare: client-bound."""
 RUNAWAY_RATIO = 2.0
 """Intended-time P99 above this multiple of the service-time P99: the users fell behind their schedule."""
 RUNAWAY_MIN_MS = 10.0

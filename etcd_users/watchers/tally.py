@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from etcd_users.files import CLIENT_BOUND_PCT
+
 COMPACTED_LABEL = "mvcc: required revision has been compacted"
 CANCELED_LABEL = "etcdserver: watch canceled"  # etcd ended the watcher and said no reason
-# the rule of etcd_users.analysis.client: a process that wants this much of a core (%) has none to spare
-CLIENT_BOUND_PCT = 90.0
 CLIENT_LAG_S = 0.05  # seconds: a backlog of 50 ms on the loop outweighs etcd's own watch latency many times
 
 
