@@ -138,11 +138,13 @@ class PlannedShape(LoadTestShape):
 
     @property
     def parsed_options(self):
-        # None before Locust gives the shape its runner, and when Locust runs as a library without options
+        """The run's options (Locust's and the tool's); None before Locust gives the shape its runner, and when
+        Locust runs as a library without options."""
         return None if self.runner is None else self.runner.environment.parsed_options
 
     @property
     def current_level(self) -> Level | None:
+        """The level running now; None before the first level and after the last."""
         return None if self._index is None else self.timeline[self._index].level
 
     def describe_plan(self) -> str:
