@@ -8,9 +8,26 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def markdown(heading_level: int = 2) -> str:
+def shown_default(value: object) -> str:
+    """A default as a user types it: ``l``, ``5``, ``0.05``; an empty text is "none" and a switch "off" or "on"."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value == "":
+        return "none"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"`{value}`"
+
+
+def anchor(flag: str) -> str:
+    """The id of an option's row on the reference page: the flag without its dashes (``#etcd-endpoints``)."""
+    return flag.lstrip("-")
+
+
+def markdown(heading_level: int = 2, anchors: bool = False) -> str:
     """Each feature's group as a heading, its description and a table: option, environment variable, default,
-    meaning."""
+    meaning. With ``anchors`` each option is a link to itself with an id of its own, ``options.md#etcd-endpoints``
+    (the site's page; a terminal gets the flag alone)."""
     parts = []
     for feature in FEATURES:
         group = feature.options
@@ -18,7 +35,10 @@ def markdown(heading_level: int = 2) -> str:
         lines = ["| option | environment variable | default | meaning |", "|---|---|---|---|"]
         for declared in group.options():
             choices = f" One of: {', '.join(map(str, declared.choices))}." if declared.choices else ""
-            default = f"`{declared.default!r}`"
-            lines.append(f"| `{declared.flag}` | `{declared.env_var}` | {default} | {_cell(declared.help)}{choices} |")
+            flag = f"`{declared.flag}`"
+            if anchors:
+                flag = f"[{flag}](#{anchor(declared.flag)}){{#{anchor(declared.flag)}}}"
+            default = shown_default(declared.default)
+            lines.append(f"| {flag} | `{declared.env_var}` | {default} | {_cell(declared.help)}{choices} |")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)

@@ -39,7 +39,7 @@ def tool_flags() -> set[str]:
 
 def documented_flags(page: str) -> set[str]:
     """The flags the rendered reference lists in its option column (`--flag` at the start of a table row)."""
-    return set(re.findall(r"^\| `(--[a-z0-9-]+)` \|", page, flags=re.MULTILINE))
+    return set(re.findall(r"^\| \[`(--[a-z0-9-]+)`\]\(#[a-z0-9-]+\)\{#[a-z0-9-]+\} \|", page, flags=re.MULTILINE))
 
 
 def missing_from_reference(flags: set[str], page: str) -> list[str]:
@@ -67,7 +67,22 @@ def test_each_option_has_its_environment_variable_and_the_placeholder_is_gone(ho
     assert hook.PLACEHOLDER not in rendered
     for flag in tool_flags():
         variable = "LOCUST_" + flag.removeprefix("--").replace("-", "_").upper()
-        assert f"| `{flag}` | `{variable}` |" in rendered, flag
+        anchor = flag.removeprefix("--")
+        assert f"| [`{flag}`](#{anchor}){{#{anchor}}} | `{variable}` |" in rendered, flag
+
+
+def test_each_option_has_an_anchor_of_its_own_and_its_default_as_a_user_types_it(rendered):
+    rows = dict(re.findall(r"^\| \[`(--[a-z0-9-]+)`\].*? \| `LOCUST_\w+` \| (.*?) \| ", rendered, flags=re.MULTILINE))
+    assert rows["--etcd-endpoints"] == "none" and rows["--etcd-cleanup"] == "off"
+    assert (
+        rows["--etcd-consistency"] == "`l`" and rows["--etcd-timeout"] == "`5`" and rows["--etcd-key-size"] == "`256`"
+    )
+    assert not [default for default in rows.values() if "'" in default or default in ("`False`", "`True`", "``")]
+    headings = {
+        re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") for title in re.findall(r"^## (.+)$", rendered, re.M)
+    }
+    anchors = re.findall(r"\{#([a-z0-9-]+)\}", rendered)
+    assert len(anchors) == len(set(anchors)) == len(rows) and not headings & set(anchors)
 
 
 def test_an_option_added_to_the_parser_only_is_reported_missing(rendered):
@@ -254,3 +269,20 @@ def test_the_analysis_page_and_the_end_of_a_run_list_every_file_a_run_writes():
     table = set(re.findall(r"`PREFIX(_[a-z_.]+)`", "\n".join(re.findall(r"^\| `PREFIX.*?\|", page, re.MULTILINE))))
     assert sorted(set(SUFFIXES.values()) - table) == []
     assert sorted(set(SUFFIXES) - set(FILE_ORDER)) == [], "the terminal's list of the files written"
+
+
+def test_the_pages_commands_run_the_project_s_tools_from_the_venv_as_printed():
+    """``locust``, ``locust-etcd`` and ``python`` of the pages are ``.venv/bin/…``: a bare name runs only with the venv
+    active (or finds another Python's); ``python3 -m venv`` that makes the venv is the one exception."""
+    from docs_commands import all_commands
+
+    bare = re.compile(r"(?:^|&&\s*|;\s*|\bdo\s+)(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(locust-etcd|locust|python3?|pip)\s")
+    found = [
+        f"{command.where}: {command.text[:80]}"
+        for command in all_commands()
+        if any(
+            m.group(1) != "python3" or "-m venv" not in command.text[m.end() :][:10]
+            for m in bare.finditer(command.text)
+        )
+    ]
+    assert found == []
