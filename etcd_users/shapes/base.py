@@ -62,7 +62,13 @@ def _no_member_rows() -> None:
 
 
 class PlannedShape(LoadTestShape):
-    """Runs ``build_plan(settings)`` level by level and stops after the last level (``shapes.protocol.JudgedShape``)."""
+    """Runs ``build_plan(settings)`` level by level and stops after the last level (``shapes.protocol.JudgedShape``).
+
+    A shape of your own subclasses it and returns its levels from ``build_plan``; the base does the rest: it logs each
+    level as it starts, writes ``PREFIX_shape.json`` with ``--csv PREFIX``, judges each level against ``--etcd-sla``
+    as it ends, and stops the run after the last level. Locust calls ``tick()`` about once a second on the master (or
+    the single process); a subclass does not override it. ``examples/custom_shape.py`` is a complete one.
+    """
 
     abstract = True
     judges_whole_run = True
