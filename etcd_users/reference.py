@@ -1,6 +1,8 @@
 """The option reference, generated from the declarations: what the documentation's reference page and
 ``python -m etcd_users`` print (``locust --help`` answers before it loads a locustfile, so it never lists them)."""
 
+import re
+
 from etcd_users.features import FEATURES
 
 
@@ -26,9 +28,12 @@ def anchor(flag: str) -> str:
 
 def markdown(heading_level: int = 2, anchors: bool = False) -> str:
     """Each feature's group as a heading, its description and a table: option, environment variable, default,
-    meaning. With ``anchors`` each option is a link to itself with an id of its own, ``options.md#etcd-endpoints``
-    (the site's page; a terminal gets the flag alone)."""
+    meaning. With ``anchors`` (the site's page; a terminal gets neither) the groups are listed first, linked, and each
+    option is a link to itself with an id of its own, ``options.md#etcd-endpoints``."""
     parts = []
+    if anchors:  # the groups, linked: the page's own table of contents
+        slug = {feature.options.TITLE: re.sub(r"[^\w]+", "-", feature.options.TITLE.lower()) for feature in FEATURES}
+        parts.append(" · ".join(f"[{title}](#{anchor})" for title, anchor in slug.items()) + "\n")
     for feature in FEATURES:
         group = feature.options
         parts.append(f"{'#' * heading_level} {group.TITLE}\n\n{group.DESCRIPTION}.\n")
