@@ -60,7 +60,9 @@ def test_a_locust_conf_gives_the_tool_s_options_switches_and_lists_included(etcd
 
 
 @pytest.mark.slow
-def test_tool_locust_of_a_pyproject_toml_in_the_working_directory_gives_the_options(etcd1, tmp_out):
+def test_tool_locust_of_a_pyproject_toml_in_the_working_directory_gives_the_options_the_command_line_wins(
+    etcd1, tmp_out
+):
     (tmp_out / "pyproject.toml").write_text(
         "[tool.locust]\n"
         f'locustfile = "{REPO / "locustfile.py"}"\n'
@@ -74,11 +76,14 @@ def test_tool_locust_of_a_pyproject_toml_in_the_working_directory_gives_the_opti
         "etcd-cleanup = true\n"
         "etcd-allow-existing = false\n"
     )
-    result = run_locust("--csv", "out/run", "EtcdPutUser", cwd=tmp_out, timeout=90)
+    # the command line wins over the environment, which wins over the file
+    environment = {"LOCUST_ETCD_KEY_SIZE": "80", "LOCUST_ETCD_PREFIX": "/test-pyproject-env/"}
+    args = ("--csv", "out/run", "--etcd-prefix", "/test-pyproject-cli/", "EtcdPutUser")
+    result = run_locust(*args, cwd=tmp_out, env=environment, timeout=90)
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "Traceback" not in output, output[-3000:]
     options = options_of(tmp_out / "out" / "run")
-    assert (options["etcd_prefix"], options["etcd_key_size"]) == ("/test-pyproject/", 64)
+    assert (options["etcd_prefix"], options["etcd_key_size"]) == ("/test-pyproject-cli/", 80)
     assert options["etcd_cleanup"] is True and options["etcd_allow_existing"] is False
     assert options["num_users"] == 2 and options["run_time"] == 2
 
