@@ -21,4 +21,6 @@ def markdown(heading_level: int = 2) -> str:
             default = f"`{declared.default!r}`"
             lines.append(f"| `{declared.flag}` | `{declared.env_var}` | {default} | {_cell(declared.help)}{choices} |")
         parts.append("\n".join(lines) + "\n")
+        if group.REFERENCE:
+            parts.append(group.REFERENCE)
     return "\n".join(parts)
