@@ -77,7 +77,7 @@ class FeatureHooks:
 
     def on_quitting(self, environment) -> None:
         """Called by the plugin, not by Locust: once the workers' last reports are in and the gates are judged,
-        right before Locust decides the exit code (Locust runs ``quitting``'s listeners in reverse, features' first)."""
+        right before the plugin decides the exit code from every ``exit_verdict``."""
 
     def exit_verdict(self, environment) -> ExitVerdict | None:
         """Called by the plugin right after ``on_quitting``, on a master or single process: this feature's verdict on
