@@ -46,4 +46,6 @@ def markdown(heading_level: int = 2, anchors: bool = False) -> str:
             default = shown_default(declared.default)
             lines.append(f"| {flag} | `{declared.env_var}` | {default} | {_cell(declared.help)}{choices} |")
         parts.append("\n".join(lines) + "\n")
+        if group.REFERENCE:
+            parts.append(group.REFERENCE)
     return "\n".join(parts)

@@ -1,11 +1,11 @@
 """The audit's life cycle in a run: a record of the acknowledged writes in each process that runs users, from the
 run's start; at its stop each such process reads its keys back (a worker sends its counts with its last report);
-at quitting the master (or single process) hashes every member, sums the counts, judges and sets the exit code;
-at quit it prints the line, last, and adds a case to the ``--etcd-junit`` report.
+at quitting the master (or single process) hashes every member, sums the counts and judges; at quit it prints the
+line, last, and adds a case to the ``--etcd-junit`` report.
 
-``AuditRun`` is the feature's hooks (``etcd_users.features``). Locust decides the exit code right after
-``quitting``: the plugin calls ``on_quitting`` here once the workers have reported and the gates are judged. The
-local etcd stops, and ``--etcd-cleanup`` deletes the prefix, later, at quit.
+``AuditRun`` is the feature's hooks (``etcd_users.features``). The plugin calls ``on_quitting`` here once the workers
+have reported and the gates are judged, then ``exit_verdict``: a failed audit makes the exit code 4
+(``etcd_users.exit_code``). The local etcd stops, and ``--etcd-cleanup`` deletes the prefix, later, at quit.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -21,7 +21,8 @@ from etcd_users.audit import record
 from etcd_users.audit.hashkv import hash_members
 from etcd_users.audit.ledger import Ledger
 from etcd_users.audit.readback import read_back
-from etcd_users.audit.verdict import AUDIT_EXIT_CODE, Audit, ProcessAudit
+from etcd_users.audit.verdict import Audit, ProcessAudit
+from etcd_users.exit_code import AUDIT_EXIT_CODE, ExitVerdict
 from etcd_users.features import FeatureHooks
 from etcd_users.files import LOCAL_PROCESS, SUFFIXES
 from etcd_users.reporting import junit
@@ -107,11 +108,14 @@ class AuditRun(FeatureHooks):
             self.audit.hashes = with_probe(settings, hash_members)
         except (EndpointError, SettingsError) as error:
             self.audit.hash_error = str(error)
-        if self.audit.failed:
-            environment.process_exit_code = AUDIT_EXIT_CODE  # above the gates' 3: lost data outranks slow data
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         if prefix:
             _write_json(prefix + SUFFIXES["audit"], self.audit.as_json())
+
+    def exit_verdict(self, environment) -> ExitVerdict | None:
+        if self.audit is None or not self.audit.failed:
+            return None
+        return ExitVerdict(AUDIT_EXIT_CODE, "the audit failed")
 
     def on_quit(self, **_kwargs) -> None:
         """The line last, after the gates' (the plugin prints them at quit, before this listener)."""

@@ -12,8 +12,7 @@ from typing import Any
 
 from etcd_users.audit.ledger import KeyCounts
 from etcd_users.audit.watch_counts import WatchCounts
-
-AUDIT_EXIT_CODE = 4  # Locust's own: 1 failed requests, 2 bad input; 3 failed SLA gates
+from etcd_users.exit_code import AUDIT_EXIT_CODE
 
 
 @dataclass(frozen=True)

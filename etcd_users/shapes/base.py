@@ -31,6 +31,7 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable
 
+from etcd_users.exit_code import ExitVerdict
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting.level_verdicts import FAIL, LevelVerdict
 from etcd_users.shapes.judging import LiveJudge, live_judge
@@ -257,6 +258,10 @@ class PlannedShape(LoadTestShape):
             self._finish(self.get_run_time(), "the run was stopped before the plan's end")
         if self._judge is not None:
             self._judge.finish()
+
+    def exit_verdict(self) -> ExitVerdict | None:
+        """A plan of levels does not fail the run by itself: its ``--etcd-sla`` gates on the whole run do."""
+        return None
 
     def _listen(self) -> None:
         """Hear Locust's ``spawning_complete`` (once per shape: the listener serves every later run too)."""
