@@ -1,11 +1,14 @@
 """etcd versions with known correctness bugs: a member's version is checked at the pre-flight, and a failed audit
-names the bug its members' version may have met. Pure: nothing of Locust or gRPC.
+names the bug its members' version may have met. Pure but for its warning: nothing of Locust or gRPC.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
 
 Version = tuple[int, int, int]
 
@@ -72,3 +75,9 @@ def known_bug_lines(versions: list[str]) -> list[str]:
     for version in dict.fromkeys(v for v in versions if v):
         lines.extend(bug.line(version) for bug in known_bugs(version))
     return lines
+
+
+def warn_known_bugs(versions: list[str]) -> None:
+    """A warning per version with known bugs, at start: what a kill or restart test may then find."""
+    for name in known_bug_names(versions):
+        logger.warning("%s: members killed or restored under load can diverge (see the audit's docs)", name)

@@ -77,14 +77,24 @@ def applied_index(status: rpc_pb2.StatusResponse) -> int:
 
 
 async def _hash_once(pool: EndpointPool) -> Hashes:
-    timeout = pool.settings.timeout
     members = _members(pool)
     statuses = await _statuses(pool, members)
-    current = [status.header.revision for status in statuses if not isinstance(status, BaseException)]
+    current = {status.header.revision for status in statuses if not isinstance(status, BaseException)}
     if not current:
         error = next((error_label(s) for s in statuses if isinstance(s, BaseException)), "no member answered")
         return Hashes(0, tuple(MemberHash(e.target, None, 0, error) for e, _ in members))
-    revision = min(current)
+    if len(current) == 1:
+        # the members at one revision (settled): each hashes its current one, which a compaction at that very
+        # revision (the local etcd's, as the load stops) leaves hashable, unlike the same revision asked by number
+        hashes = await _hash_at(pool, members, statuses, 0)
+        if len({member.revision for member in hashes.answered}) <= 1:
+            return hashes
+    return await _hash_at(pool, members, statuses, min(current))
+
+
+async def _hash_at(pool: EndpointPool, members: list, statuses: list, revision: int) -> Hashes:
+    """Each member's HashKV at ``revision`` (0: its current one)."""
+    timeout = pool.settings.timeout
 
     async def one(endpoint, connection, status) -> MemberHash:
         if isinstance(status, BaseException):
@@ -96,7 +106,10 @@ async def _hash_once(pool: EndpointPool) -> Hashes:
             )
         except grpc.aio.AioRpcError as error:
             return MemberHash(endpoint.target, None, 0, error_label(error), **known)
+        if not revision:
+            known["revision"] = response.header.revision  # the revision it hashed
         return MemberHash(endpoint.target, response.hash, response.compact_revision, **known)
 
     answers = await asyncio.gather(*(one(e, c, s) for (e, c), s in zip(members, statuses, strict=True)))
-    return Hashes(revision, tuple(answers))
+    answered = [answer.revision for answer in answers if answer.error is None]
+    return Hashes(revision or min(answered, default=0), tuple(answers))

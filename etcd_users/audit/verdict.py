@@ -19,8 +19,8 @@ from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.known_bugs import known_bug_lines, known_bug_names
 
 AUDIT_EXIT_CODE = 4  # Locust's own: 1 failed requests, 2 bad input; 3 failed SLA gates
-# etcd's answer to a user without the root role: the hashes cannot be asked for, whatever the members hold
-PERMISSION_DENIED = "etcdserver: permission denied"
+# etcd's answer to a user without the root role (``auth: permission denied``): the hashes cannot be asked for
+PERMISSION_DENIED = "permission denied"
 
 
 @dataclass(frozen=True)
@@ -230,7 +230,7 @@ class Audit:
         members = len(hashes.members)
         whose = f"{members} members'" if members > 1 else "1 member's"
         if hashes.forbidden:
-            return f"HashKV not compared ({PERMISSION_DENIED}: etcd's root role may ask for it)"
+            return f"HashKV not compared ({hashes.members[0].error}: only etcd's root role may ask for it)"
         diverged = hashes.diverged
         if diverged:
             revisions = ", ".join(f"{m.member} rev {m.revision}" for m in diverged)

@@ -22,7 +22,7 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.keys import prefix_range_end
-from etcd_users.known_bugs import known_bug_lines
+from etcd_users.known_bugs import warn_known_bugs
 from etcd_users.reporting.server_metrics import (
     DB_SIZE,
     FSYNC,
@@ -255,6 +255,5 @@ def report(settings: EtcdSettings, with_probe: Callable) -> list[MemberReport]:
     for member in reports:
         for level, message in report_lines(member):
             logger.log(level, "%s", message)
-    for line in known_bug_lines([member.version for member in reports]):
-        logger.warning("%s; an audit after kills or restarts may find the members diverged (docs: the audit)", line)
+    warn_known_bugs([member.version for member in reports])
     return reports

@@ -192,11 +192,11 @@ def test_keys_that_etcd_would_not_read_back_fail_the_audit_and_a_lost_worker_is_
 
 
 def test_hashes_a_user_without_the_root_role_may_not_ask_for_are_said_and_do_not_fail():
-    denied = "etcdserver: permission denied"
+    denied = "auth: permission denied"
     forbidden = Hashes(5, (MemberHash("a:1", None, 0, denied), MemberHash("b:1", None, 0, denied)))
     audit = Audit([process("local")], forbidden)
     assert not audit.failed
-    assert audit.line().startswith("audit: HashKV not compared (etcdserver: permission denied: etcd's root role")
+    assert audit.line().startswith("audit: HashKV not compared (auth: permission denied: only etcd's root role may")
 
 
 def test_lost_writes_and_missed_watch_events_fail():
