@@ -206,6 +206,8 @@ class Audit:
                 part += f", {watches.disordered:,} out of order or repeated"
             if watches.broken:
                 part += f" ({watches.broken:,} streams ended early, not judged)"
+            if watches.owed:
+                part += f" ({watches.owed:,} still on their way when the watchers closed, not judged)"
             parts.append(part)
         errors = [f"{p.process}: {p.error}" for p in self.processes if p.error]
         if self.missing:

@@ -153,3 +153,22 @@ def test_under_follower_kills_the_audit_always_ends_with_its_line_and_agrees_wit
     else:
         assert result.returncode in (0, 1) and line.startswith("audit: "), (result.returncode, line)
     assert json.loads((tmp_out / "run_audit.json").read_text())["line"] == line
+
+
+def test_a_healthy_cluster_passes_at_a_fan_out_the_client_takes_seconds_to_read(etcd1, tmp_out):
+    """40,000 watchers, 1,000 on each written key: the last puts' events may still be on their way when the run
+    stops. The watchers get time to catch up (etcd's progress notifications tell where each stream stands), and what
+    is still owed after it is said apart, never called missed."""
+    prefix = tmp_out / "run"
+    args = (
+        *("--etcd-prefix", "/audit-fan-out/", "--etcd-cleanup", "--etcd-watch-streams", "10"),
+        *("--etcd-watchers-per-stream", "100", "--etcd-user-rate", "1", "EtcdWatchUser"),
+    )
+    result = run_locust(*headless_args(etcd1, prefix, *args, users=40, seconds=8), timeout=180)
+    assert_no_traceback(result.stderr)
+    line = audit_line(result.stderr)
+    print(f"\n{line}")
+    assert result.returncode in (0, 1) and line.startswith("audit: 1 member's HashKV equal at rev "), line
+    watches = json.loads((tmp_out / "run_audit.json").read_text())["watches"]
+    assert watches["watchers"] == 40_000 and watches["missed"] == 0 and watches["disordered"] == 0, watches
+    assert watches["in_order"] > 0 and "owed" in watches
