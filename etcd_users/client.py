@@ -401,10 +401,14 @@ class EtcdClient:
             )
         return response
 
-    def stop_streams(self) -> None:
-        """Close this user's lease keep-alive and watch streams (call it from ``on_stop`` after using them)."""
+    def stop_streams(self, catch_up: float = 0.0) -> None:
+        """Close this user's lease keep-alive and watch streams (call it from ``on_stop`` after using them); with
+        ``catch_up``, the watchers first get up to that many seconds to receive the events of the puts acknowledged
+        here (the audit judges what was due)."""
         if self._session is None:
             return
+        if self._watch is not None and catch_up > 0:
+            self._session.bridge.call(self._watch.close, catch_up)
         for stream in (self._keep_alive, self._watch):
             if stream is not None:
                 self._session.bridge.post(stream.cancel)

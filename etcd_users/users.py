@@ -26,6 +26,8 @@ from etcd_users.ycsb_client import YcsbClient
 
 logger = logging.getLogger(__name__)
 
+# at the stop, how long the watchers may take to receive the events of the last puts before they are judged
+WATCH_CATCH_UP_SECONDS = 10.0
 YCSB_MISSING = "--etcd-ycsb: EtcdYcsbUser needs a workload; give one of A, B, C, D, E, F (e.g. --etcd-ycsb A)"
 
 # the --etcd-* options and the run's life cycle, once, before Locust creates its runner
@@ -187,7 +189,7 @@ class EtcdWatchUser(EtcdUser):
         self.repeat(lambda: put_and_watch(key, keys.value))
 
     def on_stop(self) -> None:
-        self.etcd.stop_streams()
+        self.etcd.stop_streams(catch_up=WATCH_CATCH_UP_SECONDS)
 
 
 class EtcdWatcherUser(EtcdUser):

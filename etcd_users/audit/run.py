@@ -15,11 +15,12 @@ import json
 import logging
 import os
 import time
+from dataclasses import replace
 
 from etcd_users import session
 from etcd_users.audit import record
 from etcd_users.audit.hashkv import hash_members
-from etcd_users.audit.ledger import Ledger
+from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.readback import read_back
 from etcd_users.audit.verdict import Audit, ProcessAudit
 from etcd_users.exit_code import AUDIT_EXIT_CODE, ExitVerdict
@@ -99,15 +100,18 @@ class AuditRun(FeatureHooks):
             if self.mine is None:  # quitting before the users stopped (Ctrl-C): writes after the read are not judged
                 self.mine = self._read_back(environment)
             processes, missing = [self.mine] if self.mine is not None else [], 0
-        if not any(p.keys.writes or p.watches.watchers for p in processes):
+        if not missing and not any(p.keys.writes or p.watches.watchers or p.error for p in processes):
             return  # a run that wrote nothing of the key space (reads, leases, Kubernetes' objects) is not audited
         self.audit = Audit(processes, missing=missing)
         settings = self.tool.run_settings
         self.junit = settings.gates.junit
         try:
-            self.audit.hashes = with_probe(settings, hash_members)
+            # every member, whichever the load's target: the hashes must not wait for a leader
+            self.audit.hashes = with_probe(replace(settings, target="round-robin"), hash_members)
         except (EndpointError, SettingsError) as error:
             self.audit.hash_error = str(error)
+        except Exception as error:  # whatever the members do, the audit ends with its line: failed, saying why
+            self.audit.hash_error = error_detail(error)
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         if prefix:
             _write_json(prefix + SUFFIXES["audit"], self.audit.as_json())
@@ -143,8 +147,9 @@ class AuditRun(FeatureHooks):
             current = session.current(environment)
             first, end = current.keys.first_and_end()
             revision, found = current.bridge.run(read_back, current.pool, ledger, first, end)
-        except Exception as error:  # the members may be gone (a fault test): said in the line, never a traceback
-            return ProcessAudit(process, watches=run.watches, error=error_detail(error))
+        except Exception as error:  # etcd refused the read (a member gone, or diverged): said, and the audit fails
+            unread = KeyCounts(writes=ledger.writes, deletes=ledger.deletes)
+            return ProcessAudit(process, unread, run.watches, error=error_detail(error))
         counts = ledger.check(revision, found)
         return ProcessAudit(
             process,
