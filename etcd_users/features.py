@@ -44,9 +44,6 @@ class Tool(Protocol):
     preflight: "list[MemberReport]"  # the members as the pre-flight found them at start-up
     member_rows: "list[dict] | None"  # the members' polled rows of the current (or last) run; None: not polled
 
-    def feature(self, kind: type) -> "FeatureHooks | None":
-        """The hooks of ``kind`` among the features', once installed; None without them."""
-
     def fail(self, message: str) -> NoReturn:
         """End the process with one line (bad input at start)."""
 
