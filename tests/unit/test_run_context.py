@@ -5,6 +5,9 @@ from locust.event import Events
 from locust.runners import LocalRunner, MasterRunner, WorkerRunner
 
 import argparse
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,8 @@ from etcd_users.role import Role
 from etcd_users.run_context import ATTRIBUTE, RunContext, attach, run_context
 from etcd_users.settings import OPTIONS, settings_from_options
 from etcd_users.watchers.state import ProcessWatchers
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def options(**values) -> argparse.Namespace:
@@ -98,3 +103,10 @@ def test_what_features_share_has_defaults_before_any_run():
     assert context.lost_workers == [] and context.watch_tally is None
     assert context.disruption_windows() == ([], False) and context.final_disruption_windows() == []
     assert context.monitoring is None
+
+
+def test_importing_the_users_makes_no_bridge():
+    # --processes forks after the import: a bridge made before it would give the children no loop thread
+    code = "import etcd_users.users; from etcd_users.transport import bridge; print(bridge._bridge is None)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "True", result.stderr
