@@ -1,0 +1,81 @@
+"""A run whose measured window holds no request ends with one line saying why, and exit code 1: an empty table with
+exit code 0 reads as a run that passed.
+
+Judged at ``quitting`` on the master or the single process, once the workers' last reports are in (the plugin calls
+``EmptyRun.judge``); the line is printed at ``quit``, after Locust's summary, where a pipeline's log ends. ``why_empty``
+is pure.
+"""
+
+from locust.runners import WorkerRunner
+
+import logging
+import time
+from collections.abc import Iterable
+
+from etcd_users.features import FeatureHooks
+from etcd_users.preparation import KEY_SPACE, Preparation
+
+_console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
+
+EMPTY_RUN_EXIT_CODE = 1
+
+
+def why_empty(
+    preparations: Iterable[Preparation],
+    run_seconds: float,
+    run_time: float | None,
+    target_users: int,
+    running_users: int,
+) -> str:
+    """The one line of a run that measured no request: its cause as far as the run knows it."""
+    prefix = "locust-etcd: no request was measured: "
+    preparations = list(preparations)
+    for preparation in preparations:
+        if preparation.failed:
+            stopped = ", and the users that read it stopped" if preparation.what == KEY_SPACE else ""
+            return (
+                f"{prefix}{preparation.shown} stopped after {preparation.written:,} of {preparation.keys:,} keys "
+                f"({preparation.error}){stopped}"
+            )
+    for preparation in preparations:
+        if preparation.inside_run and run_time and preparation.seconds >= run_time:
+            size = "--etcd-key-space-size" if preparation.what == KEY_SPACE else "--etcd-k8s-objects"
+            return (
+                f"{prefix}{preparation.shown} took the whole run ({preparation.seconds:.0f} s of a run time of "
+                f"{run_time:g} s); give a longer run time or a smaller {size}"
+            )
+    if target_users <= 0:
+        return f"{prefix}no user was started (a user count of 0)"
+    if running_users <= 0:
+        return f"{prefix}every user stopped before its first request (see the errors above)"
+    return (
+        f"{prefix}{running_users} user{'s' * (running_users != 1)} ran for {run_seconds:.0f} s and none of their "
+        "requests ended, neither answered nor failed"
+    )
+
+
+class EmptyRun:
+    """The judgement of the current run, and its line until it is printed."""
+
+    def __init__(self) -> None:
+        self.line = ""
+
+    def judge(self, environment, hooks: Iterable[FeatureHooks]) -> None:
+        """At quitting: a run without a request gets its line and exit code 1 (a higher code stays)."""
+        self.line = ""
+        runner = environment.runner
+        if runner is None or isinstance(runner, WorkerRunner) or environment.stats.total.num_requests:
+            return
+        options = environment.parsed_options
+        self.line = why_empty(
+            (hook.preparation for hook in hooks if hook.preparation is not None),
+            time.time() - environment.stats.start_time,
+            getattr(options, "run_time", None),
+            getattr(runner, "target_user_count", 0) or 0,
+            runner.user_count,
+        )
+        environment.process_exit_code = max(environment.process_exit_code or 0, EMPTY_RUN_EXIT_CODE)
+
+    def on_quit(self, **_kwargs) -> None:
+        if self.line:
+            _console.info("%s", self.line)
