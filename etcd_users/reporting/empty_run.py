@@ -1,5 +1,5 @@
 """A run whose measured window holds no request ends with one line saying why, and exit code 1: an empty table with
-exit code 0 reads as a run that passed.
+exit code 0 reads as a run that passed. Watchers that received events of another run's writes measured those.
 
 Judged at ``quitting`` on the master or the single process, once the workers' last reports are in (the plugin calls
 ``EmptyRun.judge``); the line is printed at ``quit``, after Locust's summary, where a pipeline's log ends. ``why_empty``
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from etcd_users.features import FeatureHooks
 from etcd_users.preparation import KEY_SPACE, Preparation
+from etcd_users.watchers.run import WatchersRun
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
@@ -66,6 +67,9 @@ class EmptyRun:
         runner = environment.runner
         if runner is None or isinstance(runner, WorkerRunner) or environment.stats.total.num_requests:
             return
+        hooks = list(hooks)
+        if any(isinstance(hook, WatchersRun) and hook.total().events for hook in hooks):
+            return  # watchers of another run's writes: their events are the measure (the ``watchers:`` line)
         options = environment.parsed_options
         self.line = why_empty(
             (hook.preparation for hook in hooks if hook.preparation is not None),
