@@ -116,7 +116,7 @@ class EtcdPlugin:
         self.run: RunState | None = None  # the master's (or single process's) current run, from start to stop
         self.space_watch: space.SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
-        self.feature_hooks: list[FeatureHooks] = []  # FEATURES' own, in their order
+        self.feature_hooks: list[FeatureHooks] = []  # the key space fill's, then FEATURES' own in their order
         self.verdicts = GateVerdicts()  # the gates: judged at quitting, written and printed at quit
         self.empty_run = EmptyRun()  # a run that measured no request: judged at quitting, its line printed at quit
         self.rate_shortfall = RateShortfall(self.recorder, self.client_cpu)  # --etcd-user-rate not held: a line at quit
