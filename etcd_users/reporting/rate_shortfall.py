@@ -120,7 +120,8 @@ class RateShortfall:
             self.operations[second] = self.operations.get(second, 0) + count
 
     def _on_cpu(self, row: Row) -> None:
-        self.cpu.append(row)
+        if self.rate > 0:  # a second's row per process: kept for rate-mode runs only
+            self.cpu.append(row)
 
     def on_test_start(self, environment, rate: float) -> None:
         self._reset()
