@@ -49,8 +49,8 @@ class Tool(Protocol):
     def feature(self, kind: type) -> "FeatureHooks | None":
         """The hooks of ``kind`` among the features', once installed; None without them."""
 
-    def fail(self, message: str) -> NoReturn:
-        """End the process with one line (bad input at start)."""
+    def fail(self, message: str, exit_code: int = 2) -> NoReturn:
+        """End the process with one line (bad input at start: exit code 2)."""
 
 
 class FeatureHooks:

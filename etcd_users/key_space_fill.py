@@ -16,6 +16,7 @@ from locust.runners import WorkerRunner
 
 import asyncio
 import logging
+import signal
 import time
 
 import gevent
@@ -36,6 +37,7 @@ FILL_CONCURRENCY = 64
 PROGRESS_SECONDS = 5.0
 # a User class that reads keys of the key space, to be written before the run
 READS_KEY_SPACE = "reads_key_space"
+INTERRUPTED_EXIT_CODE = 130  # a shell's for a process that Ctrl-C ended
 
 # this process's fills of the current run, by key space: what Session.ensure_key_space finds done
 _prepared: dict[tuple, Preparation] = {}
@@ -124,12 +126,13 @@ def fill_key_space(settings: EtcdSettings, *, inside_run: bool = False) -> Prepa
         )
     elif progress.written:
         logger.info(
-            "key space: %s keys of %d bytes written under %r in %.1fs (%.0f/s), before the measured run",
+            "key space: %s keys of %d bytes written under %r in %.1fs (%.0f/s), %s",
             f"{progress.written:,}",
             settings.val_size,
             where,
             progress.seconds,
             progress.written / max(progress.seconds, 1e-9),
+            "at the run's start, not measured" if inside_run else "before the measured run",
         )
     else:
         logger.info("key space: the %s keys under %r were there already", f"{keys.size:,}", where)
@@ -148,7 +151,11 @@ class KeySpaceFill(FeatureHooks):
         """A headless run knows its classes and options now, before Locust starts the clock of -t."""
         options = environment.parsed_options
         if getattr(options, "headless", False) or getattr(options, "autostart", False):
-            self.filled_at_init = self._fill(environment, inside_run=False)
+            try:
+                self.filled_at_init = self._fill(environment, inside_run=False)
+            except KeyboardInterrupt:  # Ctrl-C before the run: one line, the local etcd stopped
+                gevent.signal_handler(signal.SIGINT, lambda: None)  # a second Ctrl-C does not cut the clean-up short
+                self.tool.fail("interrupted while the key space was being written", exit_code=INTERRUPTED_EXIT_CODE)
 
     def on_test_start(self, environment, **_kwargs) -> None:
         if self.filled_at_init:

@@ -382,14 +382,15 @@ class EtcdPlugin:
         """etcd's NOSPACE alarm as the current (or last) run knows it, in one short line; None without one."""
         return self.space_watch.alarm if self.space_watch is not None else None
 
-    def fail(self, message: str) -> None:
-        """End the process with one line: bad input is the user's to fix, not a traceback to read."""
+    def fail(self, message: str, exit_code: int = 2) -> None:
+        """End the process with one line: bad input is the user's to fix, not a traceback to read (exit code 2;
+        130 for a Ctrl-C before the run)."""
         first_line = message.splitlines()[0] if message else "unknown error"
         sys.stderr.write(f"locust-etcd: error: {first_line}\n")
         sys.stderr.flush()
         bridge.close_bridge()
         self.target.stop_local()
-        sys.exit(2)
+        sys.exit(exit_code)
 
 
 def _interrupt_main_greenlet_on_ctrl_c(main) -> None:

@@ -50,7 +50,9 @@ class Session:
             return
         with self._populate_lock:
             if not self._populated:
-                filled = key_space_fill.prepared(self.settings) or key_space_fill.fill_key_space(self.settings)
+                filled = key_space_fill.prepared(self.settings) or key_space_fill.fill_key_space(
+                    self.settings, inside_run=True
+                )
                 if filled.failed:
                     raise StopUser()
                 self._populated = True
