@@ -36,6 +36,8 @@ _EXPORTS = {
     "EtcdTxnMixedUser": "etcd_users.users",
     "EtcdTxnPutUser": "etcd_users.users",
     "EtcdWatchUser": "etcd_users.users",
+    "EtcdWatcherUser": "etcd_users.users",
+    "EtcdYcsbUser": "etcd_users.users",
     "EtcdRangeUser": "etcd_users.users",
     "EtcdUser": "etcd_users.users",
     "LinearizableRangeUser": "etcd_users.users",

@@ -44,9 +44,17 @@ class KeyOutsidePrefixError(ValueError):
 
 
 class EtcdClient:
-    """``self.etcd`` of an EtcdUser: put, range, delete and txn, each reported as one Locust request.
+    """``self.etcd`` of an EtcdUser: put, range, delete, txn, leases and watches, each reported as one Locust request.
 
-    Each method returns etcd's response message, or None when the call failed (the failure is counted).
+    Every call is one request of type ``etcd`` in Locust's statistics, under the name given (``name=``) or the
+    operation's own (``put``, ``range/linearizable``, ``txn``, ...), timed around the RPC itself, and recorded in the
+    exact latency histograms. Each method returns etcd's response message (the protobuf of ``etcd3.etcdrpc``), or
+    None when the call failed: the failure is counted under etcd's error text (``etcdserver: too many requests``) or
+    the gRPC status (``UNAVAILABLE``), and never raises into the task. Only a write outside ``--etcd-prefix`` raises,
+    ``KeyOutsidePrefixError``, before anything is sent.
+
+    The connections, the key space and the settings are the process's, shared by all its users (``session``); the
+    client itself holds only this user's streams and its schedule.
     """
 
     def __init__(self, environment) -> None:
@@ -69,15 +77,29 @@ class EtcdClient:
 
     @property
     def session(self) -> "session.Session":
+        """The process's connections, key space and settings (made by the first user that needs them)."""
         if self._session is None:
             self._session = session.current(self.environment)
         return self._session
 
     @property
     def keys(self) -> KeySpace:
+        """The run's key space (``--etcd-key-size``, ``--etcd-key-space-size``, ``--etcd-key-distribution``): keys to
+        draw (``keys.next_key()``, ``keys.next_write_key()``), the value to write (``keys.value``), the prefix."""
         return self.session.keys
 
     def put(self, key: bytes, value: bytes, *, lease: int = 0, name: str = "put") -> rpc_pb2.PutResponse | None:
+        """Write ``value`` to ``key``.
+
+        Args:
+            key: The key, under ``--etcd-prefix`` (else ``KeyOutsidePrefixError``, nothing sent).
+            value: The value; ``self.etcd.keys.value`` is one of ``--etcd-val-size`` bytes.
+            lease: A lease ID (from ``lease_grant``) to attach the key to; 0: none.
+            name: The request's name in Locust's statistics.
+
+        Returns:
+            etcd's PutResponse, or None when the call failed (counted as a failure).
+        """
         self._check_prefix(key)
         response = self._call("Put", rpc_pb2.PutRequest(key=key, value=value, lease=lease), name)
         if response is not None:
@@ -111,7 +133,21 @@ class EtcdClient:
         count_only: bool = False,
         name: str | None = None,
     ) -> rpc_pb2.RangeResponse | None:
-        """Read ``key`` (or [key, range_end)); consistency from ``--etcd-consistency`` unless given."""
+        """Read ``key``, or the keys of [key, range_end).
+
+        Args:
+            key: The key, or the first key of the range.
+            range_end: The end of the range (excluded); empty: ``key`` alone.
+            serializable: True: a serializable read (the member's local state, possibly stale); False: linearizable
+                (confirmed with the leader). None: ``--etcd-consistency`` decides.
+            limit: The most keys returned; 0: all.
+            keys_only: Return the keys without their values.
+            count_only: Return only the count of the keys.
+            name: The request's name; None: ``range/linearizable`` or ``range/serializable``.
+
+        Returns:
+            etcd's RangeResponse, or None when the call failed.
+        """
         if serializable is None:
             serializable = self.session.settings.consistency == "s"
         request = rpc_pb2.RangeRequest(
@@ -125,9 +161,18 @@ class EtcdClient:
         return self._call("Range", request, name or RANGE_NAMES[serializable])
 
     def ranges(self, serializable: bool | None = None) -> Callable[[], rpc_pb2.RangeResponse | None]:
-        """The reads of the range workloads: one drawn key, or ``--etcd-range-keys`` consecutive keys from a drawn
-        one, with ``--etcd-range-limit``, ``--etcd-range-count-only`` and ``--etcd-range-keys-only``; each shape
-        under its own request name (``range/1000 keys/linearizable``)."""
+        """The read of the range workloads, as a function to call once per request (for ``EtcdUser.repeat``).
+
+        One drawn key, or ``--etcd-range-keys`` consecutive keys from a drawn one, with ``--etcd-range-limit``,
+        ``--etcd-range-count-only`` and ``--etcd-range-keys-only``, or with ``--etcd-range-paginate`` the whole key
+        space in pages (``paged_list``); each shape under its own request name (``range/1000 keys/linearizable``).
+
+        Args:
+            serializable: The consistency of the reads; None: ``--etcd-consistency``.
+
+        Returns:
+            A function without arguments that makes one read and returns what ``range`` (or ``paged_list``) returns.
+        """
         settings = self.session.settings
         keys, get = self.keys, self.range
         if serializable is None:
@@ -160,7 +205,17 @@ class EtcdClient:
 
         Each page is reported under ``page_name``; the list under ``list_name``, timed from the first page's send to
         the last page's answer, its response length all the pages' bytes (and its intended-time latency, when a
-        schedule sent it). A failed page fails the list under the page's error; the pages are returned, or None.
+        schedule sent it). A failed page fails the list under the page's error.
+
+        Args:
+            limit: Keys per page.
+            serializable: The consistency of every page.
+            keys_only: Pages of keys without their values.
+            page_name: The request name of each page.
+            list_name: The request name of the whole list.
+
+        Returns:
+            The pages (etcd's RangeResponses), or None when a page failed.
         """
         keys = self.keys
         request = rpc_pb2.RangeRequest(
@@ -191,6 +246,11 @@ class EtcdClient:
         return None if failed else pages
 
     def delete(self, key: bytes, range_end: bytes = b"", *, name: str = "delete") -> rpc_pb2.DeleteRangeResponse | None:
+        """Delete ``key``, or the keys of [key, range_end), under ``--etcd-prefix`` (else ``KeyOutsidePrefixError``).
+
+        Returns:
+            etcd's DeleteRangeResponse, or None when the call failed.
+        """
         self._check_prefix(key, range_end)
         ledger = self._ledger
         if ledger is None:
@@ -212,6 +272,18 @@ class EtcdClient:
         *,
         name: str = "txn",
     ) -> rpc_pb2.TxnResponse | None:
+        """One transaction: if every comparison holds, the ``success`` operations, else the ``failure`` ones.
+
+        Args:
+            compare: ``rpc_pb2.Compare`` messages (a key's value, version, create or mod revision, or lease).
+            success: ``rpc_pb2.RequestOp`` messages (put, range, delete range or a nested txn) run when all hold.
+            failure: The operations run otherwise.
+            name: The request's name.
+
+        Returns:
+            etcd's TxnResponse (``succeeded`` tells which branch ran), or None when the call failed. A write of
+            either branch outside ``--etcd-prefix`` raises ``KeyOutsidePrefixError`` before anything is sent.
+        """
         request = rpc_pb2.TxnRequest(compare=compare, success=success, failure=failure)
         self._check_ops((*request.success, *request.failure))
         response = self._call("Txn", request, name)
@@ -233,7 +305,8 @@ class EtcdClient:
                 self._check_ops((*op.request_txn.success, *op.request_txn.failure))
 
     def txn_put(self, ops: int | None = None, *, name: str = "txn-put") -> rpc_pb2.TxnResponse | None:
-        """One transaction of ``--etcd-txn-ops`` puts to distinct keys (``benchmark txn-put``)."""
+        """One transaction of ``ops`` (None: ``--etcd-txn-ops``) puts to distinct keys of the key space, as etcd's
+        ``benchmark txn-put``. Returns etcd's TxnResponse, or None when the call failed."""
         keys = self.keys
         puts = [
             rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=keys.value))
@@ -242,8 +315,9 @@ class EtcdClient:
         return self.txn(success=puts, name=name)
 
     def txn_mixed(self, *, name: str = "txn-mixed") -> rpc_pb2.TxnResponse | None:
-        """A read or a write transaction of ``--etcd-txn-ops`` operations, reads at ``--etcd-rw-ratio`` per write;
-        reported as ``txn-mixed-read`` and ``txn-mixed-write``."""
+        """A read or a write transaction of ``--etcd-txn-ops`` operations, reads at ``--etcd-rw-ratio`` per write
+        (etcd's ``benchmark txn-mixed``); reported as ``NAME-read`` and ``NAME-write`` (``txn-mixed-read``,
+        ``txn-mixed-write``). Returns etcd's TxnResponse, or None when the call failed."""
         settings = self.session.settings
         if self._random() * (1.0 + settings.rw_ratio) < settings.rw_ratio:
             keys = self.keys.distinct_keys(settings.txn_ops)
@@ -254,17 +328,23 @@ class EtcdClient:
         return self.txn(success=writes, name=f"{name}-write")
 
     def lease_grant(self, ttl: int, *, name: str = "lease-grant") -> rpc_pb2.LeaseGrantResponse | None:
+        """Grant a lease of ``ttl`` seconds. Returns etcd's LeaseGrantResponse (its ``ID`` is the lease's), or None
+        when the call failed."""
         connection = self.session.pool.next_connection()
         return self._invoke(connection, connection.lease.LeaseGrant, rpc_pb2.LeaseGrantRequest(TTL=ttl), name)
 
     def lease_revoke(self, lease_id: int, *, name: str = "lease-revoke") -> rpc_pb2.LeaseRevokeResponse | None:
+        """Revoke the lease ``lease_id``: etcd deletes the keys attached to it. Returns etcd's LeaseRevokeResponse, or
+        None when the call failed."""
         connection = self.session.pool.next_connection()
         return self._invoke(connection, connection.lease.LeaseRevoke, rpc_pb2.LeaseRevokeRequest(ID=lease_id), name)
 
     def lease_keep_alive(
         self, lease_id: int, *, name: str = "lease-keepalive"
     ) -> rpc_pb2.LeaseKeepAliveResponse | None:
-        """One keep-alive round trip on this user's LeaseKeepAlive stream (opened on first use)."""
+        """One keep-alive round trip on this user's LeaseKeepAlive stream (opened on first use, opened again after a
+        failure). A lease that expired or was revoked fails as ``etcdserver: requested lease not found``.
+        Returns etcd's LeaseKeepAliveResponse, or None when the call failed."""
         session = self.session
         if self._keep_alive is None:
             self._keep_alive = session.bridge.run(_open_keep_alive, session.pool.next_connection())
@@ -279,7 +359,8 @@ class EtcdClient:
     def put_and_watch(self, key: bytes, value: bytes, *, name: str = "watch") -> rpc_pb2.PutResponse | None:
         """Put ``key`` and wait for the events of ``--etcd-watch-streams`` × ``--etcd-watchers-per-stream``
         watchers on it: reported as one ``put`` and one ``watch`` per event, whose response time is the time from
-        the put's acknowledgement to the event's arrival. A missing event fails as ``DEADLINE_EXCEEDED``."""
+        the put's acknowledgement to the event's arrival. A missing event fails as ``DEADLINE_EXCEEDED``.
+        The watchers are opened on first use, and again when ``key`` changes. Returns the PutResponse, or None."""
         self._check_prefix(key)
         session = self.session
         settings = session.settings
@@ -320,10 +401,14 @@ class EtcdClient:
             )
         return response
 
-    def stop_streams(self) -> None:
-        """Close this user's lease keep-alive and watch streams."""
+    def stop_streams(self, catch_up: float = 0.0) -> None:
+        """Close this user's lease keep-alive and watch streams (call it from ``on_stop`` after using them); with
+        ``catch_up``, the watchers first get up to that many seconds to receive the events of the puts acknowledged
+        here (the audit judges what was due)."""
         if self._session is None:
             return
+        if self._watch is not None and catch_up > 0:
+            self._session.bridge.call(self._watch.close, catch_up)
         for stream in (self._keep_alive, self._watch):
             if stream is not None:
                 self._session.bridge.post(stream.cancel)

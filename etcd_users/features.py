@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from etcd_users.arguments import add_option_group
+from etcd_users.exit_code import ExitVerdict
 from etcd_users.settings import (
     AuditSettings,
     ConnectionSettings,
@@ -82,7 +83,12 @@ class FeatureHooks:
 
     def on_quitting(self, environment) -> None:
         """Called by the plugin, not by Locust: once the workers' last reports are in and the gates are judged,
-        right before Locust decides the exit code (Locust runs ``quitting``'s listeners in reverse, features' first)."""
+        right before the plugin decides the exit code from every ``exit_verdict``."""
+
+    def exit_verdict(self, environment) -> ExitVerdict | None:
+        """Called by the plugin right after ``on_quitting``, on a master or single process: this feature's verdict on
+        the run when it fails it (``etcd_users.exit_code`` decides the code from every verdict); None otherwise."""
+        return None
 
     def on_run_files(self) -> None:
         """Called by the plugin at quit, once the exact files are whole and right before it lists the run's files: a

@@ -108,6 +108,7 @@ class KeySpace:
         return self.key(first), self.key(first + count - 1) + b"\0"
 
     def key(self, index: int) -> bytes:
+        """The key of ``index``: the prefix, then the index zero-padded to ``--etcd-key-size`` bytes in all."""
         return self.prefix + b"%0*d" % (self.width, index)
 
     def distinct_keys(self, count: int, *, write: bool = False) -> list[bytes]:

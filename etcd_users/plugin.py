@@ -6,6 +6,7 @@ creates its runner. That order matters once: Locust fires ``quitting`` in revers
 are judged here. ``on_quitting`` makes sure of it even when installed later.
 """
 
+from locust import log
 from locust.event import Events
 from locust.runners import MasterRunner, WorkerRunner
 
@@ -19,7 +20,7 @@ from typing import TypeVar
 import gevent
 import greenlet
 
-from etcd_users import collector, open_files, session
+from etcd_users import collector, exit_code, open_files, session
 from etcd_users.disruptions.runner import Disruptions
 from etcd_users.features import FeatureHooks, add_option_groups, features
 from etcd_users.key_space_fill import KeySpaceFill
@@ -274,7 +275,8 @@ class EtcdPlugin:
     # -- the end --
 
     def on_quitting(self, environment, **_kwargs) -> None:
-        """Judge the gates on the final figures: the exit code is decided right after this event."""
+        """Judge the gates on the final figures, then decide the exit code (Locust's rule runs right after this event,
+        and takes the code set here)."""
         collector.on_test_stop()  # a process that quits without stopping its run: objects are looked up next
         runner = environment.runner
         if isinstance(runner, MasterRunner) and len(runner.greenlet):
@@ -288,12 +290,25 @@ class EtcdPlugin:
             windows = disruptions.final_windows() if disruptions is not None else []
             self.verdicts.judge(environment, self.recorder, self.run_settings, shape, windows, self.member_rows or [])
         self.recorder.on_quitting()
-        for hooks in self.feature_hooks:  # the workers' last reports are in; the exit code is decided right after
+        for hooks in self.feature_hooks:  # the workers' last reports are in
             hooks.on_quitting(environment)
         if self.ran and self._judges(environment):
             self.empty_run.judge(environment, self.feature_hooks)
         if not isinstance(runner, WorkerRunner):
             final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
+            self._decide_exit_code(environment, shape)
+
+    def _decide_exit_code(self, environment, shape) -> None:
+        """Once, from every verdict: the gates', the shape's, the features' and Locust's own on the requests. Workers
+        keep Locust's rule: they judge nothing."""
+        verdicts = [self.verdicts.exit_verdict(), shape.exit_verdict() if shape is not None else None]
+        verdicts += [hooks.exit_verdict(environment) for hooks in self.feature_hooks]
+        verdicts.append(self.empty_run.exit_verdict())
+        verdicts.append(exit_code.locust_verdict(environment, log.unhandled_greenlet_exception))
+        decided = exit_code.decide(verdicts)
+        environment.process_exit_code = decided.code
+        if decided.code:
+            logger.info("exit code %d: %s", decided.code, decided.reason)
 
     def on_quit(self, **_kwargs) -> None:
         # on quit, not quitting: Locust fires quitting before it stops users, whose calls would then fail

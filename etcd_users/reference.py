@@ -1,6 +1,8 @@
 """The option reference, generated from the declarations: what the documentation's reference page and
 ``python -m etcd_users`` print (``locust --help`` answers before it loads a locustfile, so it never lists them)."""
 
+import re
+
 from etcd_users.features import FEATURES
 
 
@@ -8,17 +10,42 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def markdown(heading_level: int = 2) -> str:
+def shown_default(value: object) -> str:
+    """A default as a user types it: ``l``, ``5``, ``0.05``; an empty text is "none" and a switch "off" or "on"."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value == "":
+        return "none"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"`{value}`"
+
+
+def anchor(flag: str) -> str:
+    """The id of an option's row on the reference page: the flag without its dashes (``#etcd-endpoints``)."""
+    return flag.lstrip("-")
+
+
+def markdown(heading_level: int = 2, anchors: bool = False) -> str:
     """Each feature's group as a heading, its description and a table: option, environment variable, default,
-    meaning."""
+    meaning. With ``anchors`` (the site's page; a terminal gets neither) the groups are listed first, linked, and each
+    option is a link to itself with an id of its own, ``options.md#etcd-endpoints``."""
     parts = []
+    if anchors:  # the groups, linked: the page's own table of contents
+        slug = {feature.options.TITLE: re.sub(r"[^\w]+", "-", feature.options.TITLE.lower()) for feature in FEATURES}
+        parts.append(" · ".join(f"[{title}](#{anchor})" for title, anchor in slug.items()) + "\n")
     for feature in FEATURES:
         group = feature.options
         parts.append(f"{'#' * heading_level} {group.TITLE}\n\n{group.DESCRIPTION}.\n")
         lines = ["| option | environment variable | default | meaning |", "|---|---|---|---|"]
         for declared in group.options():
             choices = f" One of: {', '.join(map(str, declared.choices))}." if declared.choices else ""
-            default = f"`{declared.default!r}`"
-            lines.append(f"| `{declared.flag}` | `{declared.env_var}` | {default} | {_cell(declared.help)}{choices} |")
+            flag = f"`{declared.flag}`"
+            if anchors:
+                flag = f"[{flag}](#{anchor(declared.flag)}){{#{anchor(declared.flag)}}}"
+            default = shown_default(declared.default)
+            lines.append(f"| {flag} | `{declared.env_var}` | {default} | {_cell(declared.help)}{choices} |")
         parts.append("\n".join(lines) + "\n")
+        if group.REFERENCE:
+            parts.append(group.REFERENCE)
     return "\n".join(parts)

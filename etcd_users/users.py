@@ -26,6 +26,8 @@ from etcd_users.ycsb_client import YcsbClient
 
 logger = logging.getLogger(__name__)
 
+# at the stop, how long the watchers may take to receive the events of the last puts before they are judged
+WATCH_CATCH_UP_SECONDS = 10.0
 YCSB_MISSING = "--etcd-ycsb: EtcdYcsbUser needs a workload; give one of A, B, C, D, E, F (e.g. --etcd-ycsb A)"
 
 # the --etcd-* options and the run's life cycle, once, before Locust creates its runner
@@ -33,7 +35,12 @@ plugin.install(events)
 
 
 class EtcdUser(User):
-    """A user with an instrumented etcd client as ``self.etcd``; connections are shared by the process.
+    """The base of every workload: a Locust ``User`` with an instrumented etcd client as ``self.etcd``.
+
+    Subclass it and write tasks as for any Locust user; ``self.etcd`` (an ``EtcdClient``) makes the calls, each
+    reported as one Locust request, and ``self.repeat(operation)`` runs one operation back to back or at
+    ``--etcd-user-rate``. The connections, the key space and the settings are shared by the users of a process.
+    ``wait_time`` is ``constant(0)``: set Locust's own ``wait_time`` for think time between tasks.
 
     The ready workloads prepare inside their task, not in ``on_start``: a process that cannot reach etcd stops
     its users there with one logged line, where Locust would print a traceback per user from ``on_start``.
@@ -51,11 +58,16 @@ class EtcdUser(User):
 
     @classmethod
     def options_error(cls, settings) -> str | None:
-        """What this workload lacks among the run's settings, in one line; the plugin refuses the run at start."""
+        """What this workload lacks among the run's settings, in one line, or None when it can run.
+
+        Called with the run's settings before any user starts; a line returned refuses the run
+        (``locust-etcd: error: LINE``, exit code 2). ``EtcdYcsbUser`` returns one when ``--etcd-ycsb`` is missing.
+        """
         return None
 
     def repeat(self, operation: Callable[[], object]) -> None:
-        """Run ``operation`` until the user is stopped: back to back, or at ``--etcd-user-rate`` per second.
+        """Run ``operation`` (a function without arguments) until the user is stopped: back to back, or at
+        ``--etcd-user-rate`` per second (``--etcd-arrival`` fixed or Poisson).
 
         One long-running task per user spares Locust's scheduling between requests. In the rate-driven mode the
         schedule does not slip when a response is late: the next request goes out at once to catch up, and its
@@ -183,7 +195,7 @@ class EtcdWatchUser(EtcdUser):
         self.repeat(lambda: put_and_watch(key, keys.value))
 
     def on_stop(self) -> None:
-        self.etcd.stop_streams()
+        self.etcd.stop_streams(catch_up=WATCH_CATCH_UP_SECONDS)
 
 
 class EtcdWatcherUser(EtcdUser):

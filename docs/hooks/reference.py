@@ -1,7 +1,8 @@
 """MkDocs hook: the option reference page gets its tables from the code at build time.
 
 ``docs/reference/options.md`` holds ``PLACEHOLDER``; ``render`` replaces it with ``etcd_users.reference.markdown``,
-every option group with its options, environment variables, defaults and meanings. The generator runs in a child
+every option group with its options, environment variables, defaults and meanings, each option with an anchor of
+its own (``reference/options.md#etcd-endpoints``) to link to from any page. The generator runs in a child
 process: importing the tool imports Locust, whose gevent monkey patching has no place in the MkDocs process.
 """
 
@@ -14,7 +15,7 @@ PLACEHOLDER = "<!-- option tables: generated from the code at build time -->"
 HEADING_LEVEL = 2
 REPO = Path(__file__).resolve().parents[2]
 
-GENERATE = f"from etcd_users.reference import markdown; print(markdown({HEADING_LEVEL}), end='')"
+GENERATE = f"from etcd_users.reference import markdown; print(markdown({HEADING_LEVEL}, anchors=True), end='')"
 
 
 class ReferenceGenerationError(RuntimeError):

@@ -1,8 +1,12 @@
 """The audit's verdict from its parts: the members' hashes and each process's keys and watch streams read back.
 
-It fails on evidence only: hashes that differ at one revision and compact revision, an acknowledged write lost, a
-watcher's events out of order or missed. What could not be checked (a member that did not answer, a process that
-sent no counts) is said, and does not fail the run. A failed audit exits with ``AUDIT_EXIT_CODE``. Pure.
+It fails on evidence: hashes that differ at one revision and compact revision, members that applied the same raft
+entries to different revisions (diverged), an acknowledged write lost, a watcher's events out of order or missed. It
+also fails when it could not be made: fewer than two members' hashes to compare (of several), compact revisions that
+stay apart, a process whose keys etcd would not read back: an audit never passes by saying nothing. A worker that sent
+no counts (lost: the workers' gate fails the run) and hashes a user without etcd's root role may not ask for are said,
+and do not fail the audit. A failed audit exits
+with ``AUDIT_EXIT_CODE``. Pure.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ from typing import Any
 
 from etcd_users.audit.ledger import KeyCounts
 from etcd_users.audit.watch_counts import WatchCounts
+from etcd_users.exit_code import AUDIT_EXIT_CODE
+from etcd_users.known_bugs import known_bug_lines, known_bug_names
 
-AUDIT_EXIT_CODE = 4  # Locust's own: 1 failed requests, 2 bad input; 3 failed SLA gates
+# etcd's answer to a user without the root role (``auth: permission denied``): the hashes cannot be asked for
+PERMISSION_DENIED = "permission denied"
 
 
 @dataclass(frozen=True)
@@ -22,6 +29,16 @@ class MemberHash:
     hash: int | None
     compact_revision: int
     error: str | None = None
+    revision: int = 0  # the member's current revision when it was hashed (0: unknown)
+    applied_index: int = 0  # its raft applied index then (0: unknown)
+    version: str = ""
+
+    def describe(self) -> str:
+        """``127.0.0.1:2379 rev 40626 applied 40671 hash 0x1b2c3d4e compact 1``, or its error."""
+        if self.error is not None:
+            return f"{self.member} {self.error}"
+        applied = f" applied {self.applied_index}" if self.applied_index else ""
+        return f"{self.member} rev {self.revision}{applied} hash {self.hash:#010x} compact {self.compact_revision}"
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,51 @@ class Hashes:
     @property
     def equal(self) -> bool:
         return self.comparable and len({member.hash for member in self.members}) == 1
+
+    @property
+    def compared(self) -> tuple[MemberHash, ...]:
+        """The members whose hashes compare: those that answered, when they share one compact revision."""
+        answered = self.answered
+        return answered if len({m.compact_revision for m in answered}) == 1 else ()
+
+    @property
+    def differ(self) -> bool:
+        """Hashes that compare and are not all one: the members' data differ."""
+        return len({member.hash for member in self.compared}) > 1
+
+    @property
+    def diverged(self) -> tuple[MemberHash, ...]:
+        """Members that applied the same raft entries as another member to a different revision: one of them skipped
+        or repeated an entry. Empty where the members do not send their applied index."""
+        by_index: dict[int, set[int]] = {}
+        for member in self.answered:
+            if member.applied_index:
+                by_index.setdefault(member.applied_index, set()).add(member.revision)
+        split = {index for index, revisions in by_index.items() if len(revisions) > 1}
+        return tuple(member for member in self.answered if member.applied_index in split)
+
+    @property
+    def behind(self) -> tuple[MemberHash, ...]:
+        """Members at a lower raft applied index than another one, after the time the audit gave them to catch up."""
+        indexes = [member.applied_index for member in self.answered if member.applied_index]
+        top = max(indexes, default=0)
+        return tuple(m for m in self.answered if m.applied_index and m.applied_index < top)
+
+    @property
+    def forbidden(self) -> bool:
+        """Every member refused the hashes to this user (etcd's root role only)."""
+        return bool(self.members) and all(PERMISSION_DENIED in (m.error or "") for m in self.members)
+
+    @property
+    def unchecked(self) -> str | None:
+        """Why the members' data could not be compared, or None when they were."""
+        if self.forbidden:
+            return None
+        if len(self.members) > 1 and len(self.compared) < 2:
+            return f"not compared at rev {self.revision} ({_why_not_comparable(self)})"
+        if len(self.members) == 1 and not self.answered:
+            return f"not hashed ({self.members[0].error})"
+        return None
 
 
 @dataclass
@@ -103,12 +165,34 @@ class Audit:
 
     @property
     def hashes_differ(self) -> bool:
-        return self.hashes is not None and self.hashes.comparable and not self.hashes.equal
+        return self.hashes is not None and self.hashes.differ
+
+    @property
+    def diverged(self) -> tuple[MemberHash, ...]:
+        return self.hashes.diverged if self.hashes is not None else ()
+
+    @property
+    def unchecked(self) -> list[str]:
+        """What the audit could not check, a phrase each: each makes it fail, since nothing was shown to be kept."""
+        reasons = []
+        hashes = self.hashes
+        if hashes is None or not hashes.members:
+            reasons.append(f"HashKV not compared ({self.hash_error or 'no member'})")
+        elif hashes.unchecked:
+            reasons.append(f"HashKV {hashes.unchecked}")
+        reasons.extend(f"{p.process}'s keys not read back: {p.error}" for p in self.processes if p.error)
+        return reasons
+
+    @property
+    def evidence(self) -> bool:
+        """Something was shown to be wrong: the members' data, a write, a watch."""
+        watches = self.watches
+        data = self.hashes_differ or bool(self.diverged) or self.lost > 0
+        return data or watches.disordered > 0 or watches.missed > 0
 
     @property
     def failed(self) -> bool:
-        watches = self.watches
-        return self.hashes_differ or self.lost > 0 or watches.disordered > 0 or watches.missed > 0
+        return self.evidence or bool(self.unchecked)
 
     def line(self) -> str:
         """One line: ``audit: 3 members' HashKV equal at rev 1204551; 1,183,204 acknowledged writes, 0 lost; …``."""
@@ -122,13 +206,24 @@ class Audit:
                 part += f", {watches.disordered:,} out of order or repeated"
             if watches.broken:
                 part += f" ({watches.broken:,} streams ended early, not judged)"
+            if watches.owed:
+                part += f" ({watches.owed:,} still on their way when the watchers closed, not judged)"
             parts.append(part)
         errors = [f"{p.process}: {p.error}" for p in self.processes if p.error]
         if self.missing:
             errors.append(f"{self.missing} process{'es' * (self.missing > 1)} sent no counts")
         if errors:
             parts.append("not read back: " + "; ".join(errors))
+        if self.evidence:  # a bug of the members' version may be why
+            parts.extend(known_bug_names(self._versions()))
         return ("audit FAILED: " if self.failed else "audit: ") + "; ".join(parts)
+
+    def known_bugs(self) -> list[str]:
+        """The known correctness bugs of the members' versions (``etcd_users.known_bugs``), a line each."""
+        return known_bug_lines(self._versions())
+
+    def _versions(self) -> list[str]:
+        return [member.version for member in self.hashes.members] if self.hashes is not None else []
 
     def _hash_part(self) -> str:
         hashes = self.hashes
@@ -136,21 +231,40 @@ class Audit:
             return f"HashKV not compared ({self.hash_error or 'no member'})"
         members = len(hashes.members)
         whose = f"{members} members'" if members > 1 else "1 member's"
-        if hashes.equal:
-            return f"{whose} HashKV equal at rev {hashes.revision}"
-        if self.hashes_differ:
+        if hashes.forbidden:
+            return f"HashKV not compared ({hashes.members[0].error}: only etcd's root role may ask for it)"
+        diverged = hashes.diverged
+        if diverged:
+            revisions = ", ".join(f"{m.member} rev {m.revision}" for m in diverged)
+            return (
+                f"{whose} data DIVERGED: the same raft applied index {diverged[0].applied_index} at different "
+                f"revisions ({revisions}); HashKV {'DIFFER' if hashes.differ else 'compared'} at rev {hashes.revision}"
+            )
+        if hashes.unchecked:
+            return f"{whose} HashKV {hashes.unchecked}"
+        compared = hashes.compared
+        if len(compared) < members:  # a member that did not answer: the others were compared all the same
+            silent = "; ".join(f"{m.member}: {m.error}" for m in hashes.members if m.error is not None)
+            whose = f"{len(compared)} of {members} members'"
+            state = "DIFFER" if hashes.differ else "equal"
+            return f"{whose} HashKV {state} at rev {hashes.revision} (not answered: {silent})"
+        if hashes.differ:
             return f"{whose} HashKV DIFFER at rev {hashes.revision}"
-        return f"{whose} HashKV not compared at rev {hashes.revision} ({_why_not_comparable(hashes)})"
+        return f"{whose} HashKV equal at rev {hashes.revision}"
 
     def error_lines(self) -> list[str]:
         """The evidence of a failure, a line each: the members and their hashes, the keys lost."""
         lines = []
-        if self.hashes_differ:
-            members = ", ".join(f"{m.member} {m.hash:#010x}" for m in self.hashes.members)
+        hashes = self.hashes
+        if hashes is not None and (self.hashes_differ or self.diverged or hashes.unchecked or hashes.behind):
             lines.append(
-                f"audit: HashKV differs at rev {self.hashes.revision} "
-                f"(compact rev {self.hashes.members[0].compact_revision}): {members}"
+                f"audit: the members at rev {hashes.revision}: " + ", ".join(m.describe() for m in hashes.members)
             )
+        if self.hashes_differ:
+            compared = hashes.compared
+            members = ", ".join(f"{m.member} {m.hash:#010x}" for m in compared)
+            compact = compared[0].compact_revision
+            lines.append(f"audit: HashKV differs at rev {hashes.revision} (compact rev {compact}): {members}")
         if self.lost:
             stale = sum(p.keys.stale for p in self.processes)
             lines.append(
@@ -163,6 +277,9 @@ class Audit:
                 f"audit: watch streams: {watches.disordered:,} events out of order or repeated, {watches.missed:,} "
                 f"acknowledged puts not delivered to a watcher (of {watches.watchers:,} watchers)"
             )
+        lines.extend(f"audit: could not be checked: {reason}" for reason in self.unchecked)
+        if self.evidence:
+            lines.extend(f"audit: {line}" for line in self.known_bugs())
         return lines
 
     def as_json(self) -> dict[str, Any]:
@@ -176,9 +293,13 @@ class Audit:
                 "revision": hashes.revision if hashes else None,
                 "equal": hashes.equal if hashes else None,
                 "comparable": hashes.comparable if hashes else False,
+                "diverged": [m.member for m in hashes.diverged] if hashes else [],
+                "behind": [m.member for m in hashes.behind] if hashes else [],
                 "members": [asdict(member) for member in hashes.members] if hashes else [],
                 "error": self.hash_error,
             },
+            "unchecked": self.unchecked,
+            "known_bugs": self.known_bugs() if self.evidence else [],
             "writes": {"acknowledged": self.writes, "lost": self.lost, "unexplained": self.unexplained},
             "watches": asdict(self.watches),
             "processes": [process.to_report() for process in self.processes],

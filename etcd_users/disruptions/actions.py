@@ -10,12 +10,12 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import logging
 import time
-from collections.abc import Callable
 
 import gevent
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.disruptions.schedule import ALL, FOLLOWER, LEADER, Disruption
+from etcd_users.disruptions.action_table import ALL, FOLLOWER, LEADER
+from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.transport.pool import EndpointPool, MemberStatus
 
@@ -153,14 +153,6 @@ async def compact(pool: EndpointPool, disruption: Disruption, done: Done) -> Non
     done.result = f"compaction at revision {revision} (of {current}) took {time.perf_counter() - began:.2f} s"
 
 
-GRPC_ACTIONS: dict[str, Callable] = {
-    "defrag": defrag,
-    "move-leader": move_leader,
-    "snapshot": snapshot,
-    "compact": compact,
-}
-
-
 def _start_again(cluster: LocalCluster, index: int) -> str:
     """Start a stopped member; a member that dies while it starts (etcd 3.5 was seen to after a SIGKILL, exit -11)
     gets one more start, and the window says so: '' when the first start held."""
@@ -174,23 +166,22 @@ def _start_again(cluster: LocalCluster, index: int) -> str:
 
 
 def signal_member(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done) -> None:
-    """kill, restart or freeze one member of the local etcd; it is back (started again, or thawed) when this returns,
-    also when the greenlet is killed on the way (the run stops)."""
+    """kill, restart or freeze one member of the local etcd (the function of those actions in ``action_table``); it
+    is back (started again, or thawed) when this returns, also when the greenlet is killed on the way (the run
+    stops)."""
     status = resolve(disruption.member, statuses)[0]
     url = status.endpoint.url
     index = cluster.endpoints.index(url)
     done.members = [url]
     action = disruption.action
+    stop = {"freeze": cluster.pause_member, "kill": cluster.kill_member, "restart": cluster.stop_member}.get(action)
+    if stop is None:
+        raise ActionError(f"{action} is not a signal to a member (kill, restart or freeze)")
     down = False
     try:
         done.start()
         began = time.perf_counter()
-        if action == "freeze":
-            cluster.pause_member(index)
-        elif action == "kill":
-            cluster.kill_member(index)
-        else:
-            cluster.stop_member(index)
+        stop(index)
         down = True
         stopped = time.perf_counter() - began
         gevent.sleep(disruption.duration)

@@ -31,8 +31,9 @@ import gevent.pool
 import grpc
 
 from etcd_users.disruptions import cost as costs
-from etcd_users.disruptions.actions import GRPC_ACTIONS, ActionError, Done, member_statuses, signal_member
-from etcd_users.disruptions.schedule import LOCAL_ONLY, Disruption, ScheduleError, check_allowed
+from etcd_users.disruptions.action_table import ACTIONS
+from etcd_users.disruptions.actions import ActionError, Done, member_statuses
+from etcd_users.disruptions.schedule import Disruption, ScheduleError, check_allowed
 from etcd_users.features import FeatureHooks
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
@@ -118,10 +119,12 @@ class DisruptionRun:
         done = Done()
         window.errors_before = self._errors()
         try:
-            if disruption.action in LOCAL_ONLY:
-                signal_member(self.cluster, self.probe.run(member_statuses), disruption, done)
+            action = ACTIONS[disruption.action]
+            act = action.load()
+            if action.local_only:
+                act(self.cluster, self.probe.run(member_statuses), disruption, done)
             else:
-                self.probe.run(lambda pool: GRPC_ACTIONS[disruption.action](pool, disruption, done))
+                self.probe.run(lambda pool: act(pool, disruption, done))
             window.ok = True
         except (ActionError, EndpointError) as error:
             window.ok, window.error = False, str(error)

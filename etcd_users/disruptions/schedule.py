@@ -3,7 +3,8 @@
 A schedule is comma-separated items ``ACTION[=KEEP][:MEMBER]@TIME[+DURATION]``; TIME counts from the run's start
 (Locust's test start), DURATION from the action's. Times are ``120s``, ``2m``, ``1.5s``, ``1h`` or a plain number
 of seconds. Every item is checked here, each refusal one line that quotes the item and shows the expected form;
-whether the actions may touch the endpoints at all (``check_allowed``) depends on who started them.
+whether the actions may touch the endpoints at all (``check_allowed``) depends on who started them. The actions, the
+members each may name and whether it takes a duration are ``action_table``'s.
 """
 
 from __future__ import annotations
@@ -13,26 +14,20 @@ import re
 from typing import NamedTuple
 
 from etcd_users.arguments import shown
+from etcd_users.disruptions.action_table import (
+    ACTIONS,
+    FOLLOWER,
+    NONE,
+    REQUIRED,
+    ROLES,
+    URL,
+    names,
+    said,
+    with_duration,
+)
 
 FLAG = "--etcd-disrupt"
 ALLOWED_FLAG = "--etcd-disrupt-allowed"
-
-LEADER, FOLLOWER, ALL = "leader", "follower", "all"
-ROLES = (LEADER, FOLLOWER, ALL)
-
-# action -> the members it may name (URL: a client URL among the endpoints), and whether it takes a duration
-# ("required", "optional" or "none")
-ACTIONS: dict[str, tuple[tuple[str, ...], str]] = {
-    "defrag": ((LEADER, FOLLOWER, ALL, "URL"), "none"),
-    "move-leader": ((FOLLOWER, "URL"), "none"),  # the member that becomes leader
-    "snapshot": ((LEADER, FOLLOWER, "URL"), "none"),
-    "compact": ((), "none"),  # cluster-wide: no member
-    "kill": ((LEADER, FOLLOWER, "URL"), "required"),  # SIGKILL, started again after DURATION
-    "restart": ((LEADER, FOLLOWER, "URL"), "optional"),  # SIGTERM, started again after DURATION (default at once)
-    "freeze": ((LEADER, FOLLOWER, "URL"), "required"),  # SIGSTOP, SIGCONT after DURATION
-}
-LOCAL_ONLY = frozenset({"kill", "restart", "freeze"})  # they signal the member's process: the tool's own etcd only
-DEFAULT_MEMBER = {action: (members or ("",))[0] for action, (members, _) in ACTIONS.items()}
 
 EXAMPLE = "defrag:leader@120s,move-leader@300s,snapshot@400s,compact=1000@450s,kill:follower@500s+30s"
 FORM = "ACTION[:MEMBER]@TIME[+DURATION] (e.g. defrag:leader@120s, kill:follower@500s+30s, compact=1000@60s)"
@@ -67,7 +62,7 @@ class Disruption(NamedTuple):
     @property
     def text(self) -> str:
         """The item as written in the schedule's canonical form."""
-        keep = f"={self.keep}" if self.action == "compact" and self.keep else ""
+        keep = f"={self.keep}" if ACTIONS[self.action].keeps and self.keep else ""
         member = f":{self.member}" if self.member else ""
         duration = f"+{self.duration:g}s" if self.duration else ""
         return f"{self.action}{keep}{member}@{self.at:g}s{duration}"
@@ -95,19 +90,20 @@ def parse_item(item: str) -> Disruption:
     action = match["action"]
     if action not in ACTIONS:
         raise _refuse(item, f"has an unknown action {action!r} (one of {', '.join(ACTIONS)})")
-    members, takes_duration = ACTIONS[action]
+    members, takes_duration = ACTIONS[action].members, ACTIONS[action].duration
     keep = 0
     if match["keep"] is not None:
-        if action != "compact" or not match["keep"].isdigit():
-            raise _refuse(item, "has '=' where only compact=KEEP (the revisions to keep, a whole number) may")
+        if not ACTIONS[action].keeps or not match["keep"].isdigit():
+            keeping = said([f"{name}=KEEP" for name, each in ACTIONS.items() if each.keeps])
+            raise _refuse(item, f"has '=' where only {keeping} (the revisions to keep, a whole number) may")
         keep = int(match["keep"])
-    member = DEFAULT_MEMBER[action]
+    member = ACTIONS[action].default_member
     if match["member"] is not None:
         member = match["member"].strip()
         if not members:
             raise _refuse(item, f"names a member, but {action} acts on the whole cluster")
-        if member not in members and not ("URL" in members and _URL.match(member)):
-            named = ", ".join("a client URL http(s)://HOST:PORT" if m == "URL" else m for m in members)
+        if member not in members and not (URL in members and _URL.match(member)):
+            named = ", ".join("a client URL http(s)://HOST:PORT" if m == URL else m for m in members)
             raise _refuse(item, f"names member {member!r}; {action} takes {named}")
         member = member.rstrip("/")
     at = parse_seconds(match["at"])
@@ -115,12 +111,12 @@ def parse_item(item: str) -> Disruption:
         raise _refuse(item, "has no time after '@' such as 120s, 2m or 1.5s (seconds from the run's start)")
     duration = 0.0
     if match["duration"] is not None:
-        if takes_duration == "none":
-            raise _refuse(item, f"has a +DURATION, which {action} does not take (only kill, restart and freeze)")
+        if takes_duration == NONE:
+            raise _refuse(item, f"has a +DURATION, which {action} does not take (only {said(with_duration(), 'and')})")
         duration = parse_seconds(match["duration"])
         if duration is None or duration <= 0:
             raise _refuse(item, "has no duration after '+' such as 30s or 1.5s (above zero)")
-    elif takes_duration == "required":
+    elif takes_duration == REQUIRED:
         raise _refuse(item, f"has no +DURATION: {action} needs how long until the member is back, e.g. +30s")
     return Disruption(action, member, at, duration, keep)
 
@@ -155,11 +151,11 @@ def check_allowed(schedule: tuple[Disruption, ...], endpoints: list[str], local:
             )
     if local or not schedule:
         return
-    signalled = [d.text for d in schedule if d.action in LOCAL_ONLY]
+    signalled = [d.text for d in schedule if ACTIONS[d.action].local_only]
     if signalled:
         raise ScheduleError(
             f"{FLAG}: {shown(signalled[0])} signals a member's process, which only the local etcd the tool starts "
-            "allows; leave out --etcd-endpoints for a local cluster, or use defrag, move-leader, snapshot or compact"
+            f"allows; leave out --etcd-endpoints for a local cluster, or use {said(names(local_only=False))}"
         )
     if not allowed:
         raise ScheduleError(

@@ -2,8 +2,8 @@
 exit code 0 reads as a run that passed. Watchers that received events of another run's writes measured those.
 
 Judged at ``quitting`` on the master or the single process, once the workers' last reports are in (the plugin calls
-``EmptyRun.judge``); the line is printed at ``quit``, after Locust's summary, where a pipeline's log ends. ``why_empty``
-is pure.
+``EmptyRun.judge``, then takes ``exit_verdict`` into the exit code it decides, ``etcd_users.exit_code``); the line is
+printed at ``quit``, after Locust's summary, where a pipeline's log ends. ``why_empty`` is pure.
 """
 
 from locust.runners import WorkerRunner
@@ -12,13 +12,12 @@ import logging
 import time
 from collections.abc import Iterable
 
+from etcd_users.exit_code import NOTHING_MEASURED, ExitVerdict
 from etcd_users.features import FeatureHooks
 from etcd_users.preparation import KEY_SPACE, Preparation
 from etcd_users.watchers.run import WatchersRun
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
-
-EMPTY_RUN_EXIT_CODE = 1
 
 
 def why_empty(
@@ -62,7 +61,7 @@ class EmptyRun:
         self.line = ""
 
     def judge(self, environment, hooks: Iterable[FeatureHooks]) -> None:
-        """At quitting: a run without a request gets its line and exit code 1 (a higher code stays)."""
+        """At quitting: a run without a request gets its line."""
         self.line = ""
         runner = environment.runner
         if runner is None or isinstance(runner, WorkerRunner) or environment.stats.total.num_requests:
@@ -78,7 +77,10 @@ class EmptyRun:
             getattr(runner, "target_user_count", 0) or 0,
             runner.user_count,
         )
-        environment.process_exit_code = max(environment.process_exit_code or 0, EMPTY_RUN_EXIT_CODE)
+
+    def exit_verdict(self) -> ExitVerdict | None:
+        """The run's part in the exit code: 1 when it measured no request."""
+        return ExitVerdict(NOTHING_MEASURED, "no request was measured") if self.line else None
 
     def on_quit(self, **_kwargs) -> None:
         if self.line:

@@ -22,6 +22,7 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.keys import prefix_range_end
+from etcd_users.known_bugs import warn_known_bugs
 from etcd_users.reporting.server_metrics import (
     DB_SIZE,
     FSYNC,
@@ -254,4 +255,5 @@ def report(settings: EtcdSettings, with_probe: Callable) -> list[MemberReport]:
     for member in reports:
         for level, message in report_lines(member):
             logger.log(level, "%s", message)
+    warn_known_bugs([member.version for member in reports])
     return reports

@@ -16,8 +16,9 @@ A gate is ``[NAME:]METRIC OP VALUE``, gates are comma-separated (the grammar is 
 
 The gates are judged on the master (or the single process) when Locust quits, after the workers' last reports
 are merged (``etcd_users.plugin`` calls ``judge`` then ``print_results``); each is printed with its measured value
-and PASS or FAIL. When any fails the exit code is ``SLA_EXIT_CODE`` (3), distinct from Locust's 1 for failed
-requests and the 2 of bad input. A gate whose request name never ran fails: a misspelt name must not pass unnoticed.
+and PASS or FAIL. When any fails the run's verdict is ``SLA_EXIT_CODE`` (3, ``exit_verdict``; ``etcd_users.exit_code``
+decides the process's code from every verdict). A gate whose request name never ran fails: a misspelt name must not
+pass unnoticed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
+from etcd_users.exit_code import SLA_EXIT_CODE, ExitVerdict
 from etcd_users.files import AGGREGATED, SERVICE
 from etcd_users.reporting.lost_workers import WORKERS
 from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate, request_gates
@@ -41,7 +43,6 @@ logger = logging.getLogger(__name__)
 # where Locust prints its summary (plain lines on stderr, and --logfile, and the web UI's log tab)
 _console = logging.getLogger("locust.stats_logger")
 
-SLA_EXIT_CODE = 3
 DECIMALS = {"us": 0, "µs": 0, "ms": 3, "s": 6}
 
 
@@ -159,21 +160,31 @@ def judge(
     environment, recorder: LatencyRecorder, gates: tuple[Gate, ...], judged: Sequence[Result] = ()
 ) -> list[Result]:
     """The gates against the run's final figures, then ``judged`` (the ``disrupt:`` gates' results per window); a
-    failed gate sets the process's exit code and logs one line."""
+    failed gate logs one line."""
     on_requests = request_gates(gates)
     results = evaluate_all(on_requests, measurements(environment, recorder)) if on_requests else []
     results += judged
     failed = [result for result in results if not result.passed]
     if failed:
-        environment.process_exit_code = SLA_EXIT_CODE
-        logger.error(
-            "SLA: %d of %d gates failed (%s); exit code %d",
-            len(dict.fromkeys(result.gate for result in failed)),  # a disrupt: gate has a result per window
-            len(dict.fromkeys(result.gate for result in results)),
-            ", ".join(f"{result.label} {result.gate.limit}" for result in failed),
-            SLA_EXIT_CODE,
-        )
+        logger.error("SLA: %s", failed_gates(results))
     return results
+
+
+def failed_gates(results: Sequence[Result]) -> str:
+    """``2 of 3 gates failed (put p99 < 15ms, …)``; a ``disrupt:`` gate has a result per window, counted once."""
+    failed = [result for result in results if not result.passed]
+    return "{} of {} gates failed ({})".format(
+        len(dict.fromkeys(result.gate for result in failed)),
+        len(dict.fromkeys(result.gate for result in results)),
+        ", ".join(f"{result.label} {result.gate.limit}" for result in failed),
+    )
+
+
+def exit_verdict(results: Sequence[Result]) -> ExitVerdict | None:
+    """The run's verdict when a gate failed (a lost worker's among them); None when every gate passed."""
+    if all(result.passed for result in results):
+        return None
+    return ExitVerdict(SLA_EXIT_CODE, failed_gates(results))
 
 
 def print_results(results: list[Result]) -> None:

@@ -10,6 +10,7 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 import os
 import time
 
+from etcd_users.exit_code import ExitVerdict
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting import disruption_gates as disruptions
 from etcd_users.reporting import junit, member_gates, sla, step_summary
@@ -76,6 +77,10 @@ class GateVerdicts:
         if summary:
             rows = recorder.snapshot()
             step_summary.append(step_summary.markdown(rows, gates, self.results, levels, why_not_judged), summary)
+
+    def exit_verdict(self) -> ExitVerdict | None:
+        """Exit code 3 when a gate failed (a lost worker's verdict among them); None when every gate passed."""
+        return sla.exit_verdict(self.results)
 
     def print(self) -> None:
         sla.print_results(self.results)

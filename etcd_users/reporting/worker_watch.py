@@ -3,7 +3,8 @@
 Locust marks a worker "missing" after three heartbeats it did not send (about 3 s), clears the users it counted for
 it and lets the run go on with the others. The watch keeps each worker's users and last heartbeat as the run goes,
 so that when one goes missing it can say what went with it: a warning at once, the ``lost_workers`` of the run's
-summary, a line at the end of the run and, when ``--etcd-sla`` judges the run, a failed verdict (exit code 3).
+summary, a line at the end of the run and, when ``--etcd-sla`` judges the run, a failed verdict among the gates' (exit
+code 3).
 Without gates the exit code stays the run's: the gates are the run's verdict, and a run without them has none.
 """
 
@@ -17,7 +18,7 @@ import gevent
 from etcd_users.features import FeatureHooks
 from etcd_users.reporting import lost_workers
 from etcd_users.reporting.lost_workers import WORKERS, LostWorker
-from etcd_users.reporting.sla import SLA_EXIT_CODE, Result
+from etcd_users.reporting.sla import Result
 from etcd_users.settings import Gate
 
 logger = logging.getLogger(__name__)
@@ -116,9 +117,8 @@ class WorkerWatch(FeatureHooks):
         settings = self.tool.run_settings
         if result is None or settings is None or not settings.gates.sla or not self.tool.ran:
             return
-        self.tool.verdicts.results.append(result)
-        environment.process_exit_code = SLA_EXIT_CODE
-        logger.error("SLA: %s: %s; exit code %d", WORKERS, result.shown, SLA_EXIT_CODE)
+        self.tool.verdicts.results.append(result)  # the gates' verdict, and so the exit code, counts it
+        logger.error("SLA: %s: %s", WORKERS, result.shown)
 
     def on_quit(self, **_kwargs) -> None:
         settings = self.tool.run_settings

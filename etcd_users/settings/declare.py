@@ -44,6 +44,7 @@ class OptionGroup:
 
     TITLE: ClassVar[str]
     DESCRIPTION: ClassVar[str]
+    REFERENCE: ClassVar[str] = ""  # Markdown the option reference adds after the group's table
 
     @classmethod
     def options(cls) -> tuple[Option, ...]:

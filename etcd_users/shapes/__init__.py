@@ -1,8 +1,10 @@
 """Locust load shapes for etcd, one profile per module; load one by listing its file after the locustfile.
 
-- ``shapes/step_spike.py``: ``StepSpikeShape``, baseline, QPS steps to a maximum, then a spike (the load-model report).
-- ``shapes/ladder.py``: ``ConcurrencyLadderShape``, closed-loop users 1, 200, 2000, ... (the 3-node TLS field report).
-- ``shapes/sine.py``: ``SineWaveShape``, a jittered sine wave of QPS (the load-model report).
+- ``shapes/step_spike.py``: ``StepSpikeShape``, baseline, QPS steps to a maximum, then a spike (a published etcd
+  load model).
+- ``shapes/ladder.py``: ``ConcurrencyLadderShape``, closed-loop users 1, 200, 2000, ... (a published field report of
+  a 3-node TLS etcd).
+- ``shapes/sine.py``: ``SineWaveShape``, a jittered sine wave of QPS (a published etcd load model).
 - ``shapes/capacity.py``: ``CapacitySearchShape``, probes of doubling then bisected QPS judged by ``--etcd-sla``: the
   capacity under the gates.
 

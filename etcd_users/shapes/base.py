@@ -31,6 +31,7 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable
 
+from etcd_users.exit_code import ExitVerdict
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting.level_verdicts import FAIL, LevelVerdict
 from etcd_users.shapes.judging import LiveJudge, live_judge
@@ -62,7 +63,13 @@ def _no_member_rows() -> None:
 
 
 class PlannedShape(LoadTestShape):
-    """Runs ``build_plan(settings)`` level by level and stops after the last level (``shapes.protocol.JudgedShape``)."""
+    """Runs ``build_plan(settings)`` level by level and stops after the last level (``shapes.protocol.JudgedShape``).
+
+    A shape of your own subclasses it and returns its levels from ``build_plan``; the base does the rest: it logs each
+    level as it starts, writes ``PREFIX_shape.json`` with ``--csv PREFIX``, judges each level against ``--etcd-sla``
+    as it ends, and stops the run after the last level. Locust calls ``tick()`` about once a second on the master (or
+    the single process); a subclass does not override it. ``examples/custom_shape.py`` is a complete one.
+    """
 
     abstract = True
     judges_whole_run = True
@@ -138,11 +145,13 @@ class PlannedShape(LoadTestShape):
 
     @property
     def parsed_options(self):
-        # None before Locust gives the shape its runner, and when Locust runs as a library without options
+        """The run's options (Locust's and the tool's); None before Locust gives the shape its runner, and when
+        Locust runs as a library without options."""
         return None if self.runner is None else self.runner.environment.parsed_options
 
     @property
     def current_level(self) -> Level | None:
+        """The level running now; None before the first level and after the last."""
         return None if self._index is None else self.timeline[self._index].level
 
     def describe_plan(self) -> str:
@@ -249,6 +258,10 @@ class PlannedShape(LoadTestShape):
             self._finish(self.get_run_time(), "the run was stopped before the plan's end")
         if self._judge is not None:
             self._judge.finish()
+
+    def exit_verdict(self) -> ExitVerdict | None:
+        """A plan of levels does not fail the run by itself: its ``--etcd-sla`` gates on the whole run do."""
+        return None
 
     def _listen(self) -> None:
         """Hear Locust's ``spawning_complete`` (once per shape: the listener serves every later run too)."""

@@ -14,8 +14,8 @@ workers' next report, about 3 s) the load stays, measured by no level. QPS becom
 The master (or the single process) decides; workers only run users. With ``--csv PREFIX`` every probe is a level of
 ``PREFIX_shape.json`` with its verdict, and the result goes to ``PREFIX_capacity.json``; the log ends with one
 sentence (``capacity: 1400 QPS (bracket 1400-1600) under put:p99<15ms and achieved QPS >= 95% of planned``). The
-run's gates are judged per probe only, not over the whole run (which mixes passing and failing probes): the exit code
-is 3 when not even the first probe passed.
+run's gates are judged per probe only, not over the whole run (which mixes passing and failing probes): the search's
+verdict (``exit_verdict``) makes the exit code 3 when not even the first probe passed.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from etcd_users.exit_code import SLA_EXIT_CODE, ExitVerdict
 from etcd_users.files import SUFFIXES
 from etcd_users.reporting.level_verdicts import KEEP_UP, PASS, LevelVerdict
-from etcd_users.reporting.sla import SLA_EXIT_CODE
 from etcd_users.settings import SettingsError, parse_gates, request_gates
 from etcd_users.shapes.base import EXTENDED, FINISH, HOLD, PlannedShape
 from etcd_users.shapes.options import ShapeSettings
@@ -239,7 +239,7 @@ class CapacitySearchShape(PlannedShape):
         }
 
     def _report(self) -> None:
-        """Once per run: the sentence in the log, the file, and exit code 3 when no probe passed."""
+        """Once per run: the sentence in the log and the file."""
         if self._reported or self.search is None:
             return
         self._reported = True
@@ -247,8 +247,12 @@ class CapacitySearchShape(PlannedShape):
             self.search.done = self._stop_reason or "the run ended before the search did"
         logger.info("%s", self.search.sentence(self._under()))
         self._write_capacity()
-        if self.search.capacity is None:
-            self.runner.environment.process_exit_code = SLA_EXIT_CODE
+
+    def exit_verdict(self) -> ExitVerdict | None:
+        """Exit code 3 when the search ended without a capacity: not even the first probe passed."""
+        if self.search is None or self.search.done is None or self.search.capacity is not None:
+            return None
+        return ExitVerdict(SLA_EXIT_CODE, f"the capacity search found no QPS within {self._under()}")
 
     def _write_capacity(self) -> None:
         options = self.parsed_options

@@ -96,7 +96,8 @@ def spawn_rate(previous_users: int, users: int, window_s: float) -> float:
 
 
 def step_spike_plan(settings: ShapeSettings, shape_name: str = "StepSpikeShape") -> list[Level]:
-    """The load-model report: baseline, +step QPS every step time up to max (the last step capped at max), spike, stop.
+    """A published etcd load model: baseline, +step QPS every step time up to max (the last step capped at max),
+    spike, stop.
 
     With the defaults: 100 QPS for 300 s, then 300, 500, ..., 1900 and 2000 QPS for 120 s each,
     then 3000 QPS for 5 s (1505 s in all).
@@ -153,7 +154,7 @@ def probe_level(name: str, start_s: float, settings: ShapeSettings, qps: float, 
 
 
 def ladder_plan(settings: ShapeSettings) -> list[Level]:
-    """The 3-node TLS field report: closed-loop users 1, 200, 2000, ... each held ``--shape-step-time``."""
+    """A published 3-node TLS etcd benchmark: closed-loop users 1, 200, 2000, ... each held ``--shape-step-time``."""
     hold = scaled(settings.step_time, settings.time_scale)
     stages = [_Stage(f"ladder {i}", hold, users) for i, users in enumerate(settings.ladder, start=1)]
     return _lay_out(stages, settings)
@@ -166,7 +167,7 @@ def sine_qps(settings: ShapeSettings, t: float, jitter: float) -> float:
 
 
 def sine_plan(settings: ShapeSettings, shape_name: str = "SineWaveShape") -> list[Level]:
-    """The load-model report: the sine-wave rate with uniform jitter from ``random.Random(seed)``.
+    """A published etcd load model: the sine-wave rate with uniform jitter from ``random.Random(seed)``.
 
     The target is re-evaluated every ``--shape-sine-step`` seconds for ``period x cycles`` seconds. Under a
     time scale the wave is sampled at the unscaled time of each level's start, so a scaled run shows the

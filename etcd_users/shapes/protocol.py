@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from etcd_users.exit_code import ExitVerdict
     from etcd_users.latency.recorder import LatencyRecorder
     from etcd_users.shapes.plan import Level
 
@@ -52,6 +53,11 @@ class JudgedShape(Protocol):
     def judge_remaining_levels(self) -> None:
         """The run ends (at Locust's ``quitting``, once a master has its workers' last reports): end the running
         level and judge every level still waiting for its verdict, on the final figures."""
+        ...
+
+    def exit_verdict(self) -> ExitVerdict | None:
+        """After ``judge_remaining_levels``: the shape's own verdict on the run when it fails it (a capacity search
+        that found no capacity); None otherwise. Live verdicts of levels are not the run's."""
         ...
 
     def shape_record(self) -> dict:

@@ -1,4 +1,4 @@
-"""SineWaveShape: the sine-wave rate with random jitter of the load-model report.
+"""SineWaveShape: the sine-wave rate with random jitter of a published etcd load model.
 
 QPS = 50 + 30 * sin(2 pi t / 300) plus jitter drawn uniformly from [-8, 12] by ``random.Random(seed)``,
 re-evaluated every 5 s, for ``--shape-sine-period`` x ``--shape-sine-cycles`` seconds, never below 1 QPS.

@@ -1,4 +1,4 @@
-"""StepSpikeShape: the step-plus-spike load model of the load-model report.
+"""StepSpikeShape: the step-plus-spike load model of a published etcd load model.
 
 A 100 QPS baseline for 300 s, then +200 QPS every 120 s (300, 500, ..., 1900, then 2000: the last step is
 capped at ``--shape-max-qps``), then a 3000 QPS spike for 5 s, then stop. QPS becomes users through

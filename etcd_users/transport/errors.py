@@ -42,6 +42,8 @@ def error_label(error: BaseException) -> str:
         return code().name
     if isinstance(error, asyncio.TimeoutError):
         return "DEADLINE_EXCEEDED"
+    if isinstance(error, asyncio.CancelledError):  # a call cancelled here (its member left out, the run stopping)
+        return "CANCELLED"
     return f"{type(error).__name__}: {error}"
 
 

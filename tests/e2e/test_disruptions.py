@@ -126,7 +126,7 @@ def test_disrupt_gates_judge_each_window_and_a_failed_one_exits_3(tmp_out):
         f"SLA disrupt defrag:leader@3s put p99 < 1us: {put['p99_ms'] * 1000:.0f}us FAIL",
         f"SLA disrupt defrag:leader@3s gap < 3600s: {put['gap_s']}s (put) PASS",
     ]
-    assert "SLA: 1 of 2 gates failed (disrupt defrag:leader@3s put p99 < 1us); exit code 3" in result.stderr
+    assert "exit code 3: 1 of 2 gates failed (disrupt defrag:leader@3s put p99 < 1us) [3]" in result.stderr
     cases = ET.parse(report).getroot().iter("testcase")
     assert [(case.get("name"), case.find("failure") is not None) for case in cases] == [
         ("disrupt:put:p99<1us defrag:leader@3s", True),

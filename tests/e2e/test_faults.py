@@ -176,8 +176,9 @@ def test_a_member_down_at_start_is_named_and_skipped(tmp_out):
     assert result.returncode == 0, result.stderr[-3000:]
     assert_no_traceback(result.stdout + result.stderr)
     assert re.search(rf"WARNING/.*etcd endpoint {re.escape(url)} does not answer \(.*\); skipping it", result.stderr)
-    warnings = [line for line in result.stderr.splitlines() if "WARNING" in line]
-    assert all(url in warning for warning in warnings), warnings  # the stopped member is the only trouble
+    # the stopped member is the only trouble (beside the version's known bugs, which the pre-flight names)
+    warnings = [line for line in result.stderr.splitlines() if "WARNING" in line and "known bug" not in line]
+    assert all(url in warning for warning in warnings), warnings
     puts = stats_rows(tmp_out / "run")["put"]
     assert int(puts["Request Count"]) > 0
     assert int(puts["Failure Count"]) == 0, failure_labels(tmp_out / "run")

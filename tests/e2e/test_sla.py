@@ -53,7 +53,8 @@ def test_an_impossible_gate_fails_the_run_and_is_named(etcd1, tmp_out):
     assert len(lines) == 2, result.stderr[-3000:]
     assert lines[0].startswith("SLA put p99 < 1us: ") and lines[0].endswith("us FAIL")
     assert lines[1].startswith("SLA Aggregated errors < 1%: 0.000% (0 of ") and lines[1].endswith(") PASS")
-    assert "SLA: 1 of 2 gates failed (put p99 < 1us); exit code 3" in result.stderr
+    assert "SLA: 1 of 2 gates failed (put p99 < 1us)\n" in result.stderr
+    assert "exit code 3: 1 of 2 gates failed (put p99 < 1us) [3]\n" in result.stderr
 
 
 @pytest.mark.slow

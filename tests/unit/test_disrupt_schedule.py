@@ -5,6 +5,7 @@ import argparse
 
 import pytest
 
+from etcd_users.disruptions.action_table import ACTIONS, NONE, REQUIRED
 from etcd_users.disruptions.schedule import (
     Disruption,
     ScheduleError,
@@ -152,3 +153,18 @@ def test_a_follower_needs_more_than_one_member():
     schedule = parse_schedule("--etcd-disrupt", "move-leader@1s")
     with pytest.raises(ScheduleError, match=r"needs a follower, and the cluster has one member"):
         check_allowed(schedule, [URL_A], local=True, allowed=False)
+
+
+@pytest.mark.parametrize("name", list(ACTIONS))
+def test_every_action_of_the_table_parses_with_its_default_member_and_its_duration(name):
+    action, member = ACTIONS[name], ACTIONS[name].default_member
+    if action.duration == REQUIRED:
+        with pytest.raises(ScheduleError, match=r"has no \+DURATION"):
+            parse_item(f"{name}@1s")
+    else:
+        assert parse_item(f"{name}@1s") == Disruption(name, member, 1.0)
+    if action.duration == NONE:
+        with pytest.raises(ScheduleError, match="does not take"):
+            parse_item(f"{name}@1s+2s")
+    else:
+        assert parse_item(f"{name}@1s+2s") == Disruption(name, member, 1.0, 2.0)

@@ -10,6 +10,7 @@ from locust import events
 from locust.argument_parser import get_parser
 
 import importlib.util
+import inspect
 import re
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def tool_flags() -> set[str]:
 
 def documented_flags(page: str) -> set[str]:
     """The flags the rendered reference lists in its option column (`--flag` at the start of a table row)."""
-    return set(re.findall(r"^\| `(--[a-z0-9-]+)` \|", page, flags=re.MULTILINE))
+    return set(re.findall(r"^\| \[`(--[a-z0-9-]+)`\]\(#[a-z0-9-]+\)\{#[a-z0-9-]+\} \|", page, flags=re.MULTILINE))
 
 
 def missing_from_reference(flags: set[str], page: str) -> list[str]:
@@ -66,7 +67,22 @@ def test_each_option_has_its_environment_variable_and_the_placeholder_is_gone(ho
     assert hook.PLACEHOLDER not in rendered
     for flag in tool_flags():
         variable = "LOCUST_" + flag.removeprefix("--").replace("-", "_").upper()
-        assert f"| `{flag}` | `{variable}` |" in rendered, flag
+        anchor = flag.removeprefix("--")
+        assert f"| [`{flag}`](#{anchor}){{#{anchor}}} | `{variable}` |" in rendered, flag
+
+
+def test_each_option_has_an_anchor_of_its_own_and_its_default_as_a_user_types_it(rendered):
+    rows = dict(re.findall(r"^\| \[`(--[a-z0-9-]+)`\].*? \| `LOCUST_\w+` \| (.*?) \| ", rendered, flags=re.MULTILINE))
+    assert rows["--etcd-endpoints"] == "none" and rows["--etcd-cleanup"] == "off"
+    assert (
+        rows["--etcd-consistency"] == "`l`" and rows["--etcd-timeout"] == "`5`" and rows["--etcd-key-size"] == "`256`"
+    )
+    assert not [default for default in rows.values() if "'" in default or default in ("`False`", "`True`", "``")]
+    headings = {
+        re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") for title in re.findall(r"^## (.+)$", rendered, re.M)
+    }
+    anchors = re.findall(r"\{#([a-z0-9-]+)\}", rendered)
+    assert len(anchors) == len(set(anchors)) == len(rows) and not headings & set(anchors)
 
 
 def test_an_option_added_to_the_parser_only_is_reported_missing(rendered):
@@ -115,3 +131,162 @@ def test_the_readme_links_to_pages_that_exist():
     assert len(links) >= 10, links
     assert [link for link in links if not (REPO / link).is_file()] == []
     assert ".venv/bin/python -m pytest -q" in readme, "CI reads the README's test command"
+
+
+# -- the Python API reference (docs/reference/api.md, rendered by mkdocstrings from the docstrings) --
+
+API_PAGE = REPO / "docs" / "reference" / "api.md"
+# public methods a page of the API leaves out on purpose: Locust calls them, a locustfile never does
+NOT_FOR_LOCUSTFILES = {"etcd_users.shapes.base.PlannedShape": {"tick", "judge_remaining_levels"}}
+
+
+def api_directives(page: str) -> dict[str, list[str] | None]:
+    """Each ``::: path`` of the page and the members its ``options: members:`` list names (None: no list)."""
+    directives: dict[str, list[str] | None] = {}
+    current = None
+    for line in page.splitlines():
+        if line.startswith("::: "):
+            current = line.removeprefix("::: ").strip()
+            directives[current] = None
+        elif current is not None and re.match(r"^ {8}- \w+$", line):
+            directives[current] = [*(directives[current] or []), line.strip().removeprefix("- ")]
+        elif current is not None and line.strip() and not line.startswith("    "):
+            current = None
+    return directives
+
+
+def public_methods(cls: type) -> set[str]:
+    """The methods and properties a class defines in its body, not starting with an underscore (an attribute set to
+    a function made elsewhere, such as Locust's ``wait_time = constant(0)``, is not one)."""
+    defined = f"{cls.__qualname__}."
+    methods = set()
+    for name, value in vars(cls).items():
+        function = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+        if not name.startswith("_") and inspect.isfunction(function) and function.__qualname__.startswith(defined):
+            methods.add(name)
+    return methods
+
+
+def resolve(path: str):
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_every_public_method_of_the_client_and_the_bases_is_in_the_api_reference():
+    directives = api_directives(API_PAGE.read_text())
+    for path in ("etcd_users.client.EtcdClient", "etcd_users.users.EtcdUser", "etcd_users.shapes.base.PlannedShape"):
+        assert path in directives, f"{API_PAGE.name} has no '::: {path}'"
+        listed = directives[path]
+        if listed is None:
+            continue  # every public member is rendered
+        cls = resolve(path)
+        missing = public_methods(cls) - set(listed) - NOT_FOR_LOCUSTFILES.get(path, set())
+        assert missing == set(), f"{path}: add {sorted(missing)} to the members of {API_PAGE.name}"
+        assert [name for name in listed if not hasattr(cls, name)] == [], path
+
+
+def test_the_api_reference_would_miss_a_method_added_to_the_client():
+    from etcd_users.client import EtcdClient
+
+    listed = api_directives(API_PAGE.read_text())["etcd_users.client.EtcdClient"]
+    assert {"ranges", "paged_list", "txn_mixed", "lease_revoke", "keys"} <= set(listed)
+
+    class Grown(EtcdClient):
+        def compact(self, revision: int) -> None:
+            """A method the page does not list."""
+
+    assert public_methods(Grown) - set(listed) == {"compact"}
+
+
+def test_the_methods_of_the_api_reference_have_docstrings():
+    """mkdocstrings leaves a member without a docstring out of the page, listed or not."""
+    for path, listed in api_directives(API_PAGE.read_text()).items():
+        if listed is None:
+            continue
+        cls = resolve(path)
+        methods = public_methods(cls) & set(listed)
+        undocumented = [name for name in sorted(methods) if not (vars(cls)[name].__doc__ or "").strip()]
+        assert undocumented == [], path
+
+
+# -- the code layout page and the package's exports --
+
+LAYOUT_PAGE = REPO / "docs" / "reference" / "layout.md"
+PACKAGE = REPO / "etcd_users"
+
+
+def layout_entries(page: str) -> dict[str, str]:
+    """The layout block's entries under ``etcd_users/``: the name at the start of an indented line (``files.py``,
+    ``latency/``, ``users.py, client.py``) with the text of that line and its continuation lines."""
+    block = page.split("```text\n", 1)[1].split("```", 1)[0]
+    entries: dict[str, str] = {}
+    current = None
+    for line in block.splitlines():
+        match = re.match(r"^  (\S[^ ]*(?: \S+\.py)*)\s{2,}(.*)$", line)
+        if match:
+            current = match.group(1)
+            entries[current] = match.group(2)
+        elif current is not None and line.startswith(" " * 10):
+            entries[current] += " " + line.strip()
+        else:
+            current = None
+    return entries
+
+
+def test_the_layout_page_names_every_module_and_folder_of_the_package():
+    entries = layout_entries(LAYOUT_PAGE.read_text())
+    named = {name for entry in entries for name in entry.split(", ")}
+    modules = {path.name for path in PACKAGE.glob("*.py") if path.name != "__init__.py"}
+    folders = {f"{path.name}/" for path in PACKAGE.iterdir() if (path / "__init__.py").is_file()}
+    assert sorted((modules | folders) - named) == [], f"name them in {LAYOUT_PAGE.name}"
+    for folder in sorted(folders):
+        text = entries[folder]
+        inside = {path.stem for path in (PACKAGE / folder).glob("*.py") if path.name != "__init__.py"}
+        missing = sorted(stem for stem in inside if not re.search(rf"(?<![\w.]){re.escape(stem)}(?!\w)", text))
+        assert missing == [], f"{folder} in {LAYOUT_PAGE.name} does not name {missing}"
+
+
+def test_the_package_exports_every_class_of_the_locustfile():
+    import ast
+
+    tree = ast.parse((PACKAGE / "locustfile.py").read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    exports = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_EXPORTS"
+    )
+    users = {name for name, module in exports.items() if module == "etcd_users.users"}
+    assert users == imported | {"EtcdUser"}
+    assert {"EtcdClient", "KeyOutsidePrefixError"} <= set(exports)
+
+
+# -- the files a run writes (etcd_users/files.py): all in the table of docs/analysis.md and in "Files written:" --
+
+
+def test_the_analysis_page_and_the_end_of_a_run_list_every_file_a_run_writes():
+    from etcd_users.files import SUFFIXES
+    from etcd_users.reporting.end_of_run import FILE_ORDER
+
+    page = (REPO / "docs" / "analysis.md").read_text()
+    table = set(re.findall(r"`PREFIX(_[a-z_.]+)`", "\n".join(re.findall(r"^\| `PREFIX.*?\|", page, re.MULTILINE))))
+    assert sorted(set(SUFFIXES.values()) - table) == []
+    assert sorted(set(SUFFIXES) - set(FILE_ORDER)) == [], "the terminal's list of the files written"
+
+
+def test_the_pages_commands_run_the_project_s_tools_from_the_venv_as_printed():
+    """``locust``, ``locust-etcd`` and ``python`` of the pages are ``.venv/bin/…``: a bare name runs only with the venv
+    active (or finds another Python's); ``python3 -m venv`` that makes the venv is the one exception."""
+    from docs_commands import all_commands
+
+    bare = re.compile(r"(?:^|&&\s*|;\s*|\bdo\s+)(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(locust-etcd|locust|python3?|pip)\s")
+    found = [
+        f"{command.where}: {command.text[:80]}"
+        for command in all_commands()
+        if any(
+            m.group(1) != "python3" or "-m venv" not in command.text[m.end() :][:10]
+            for m in bare.finditer(command.text)
+        )
+    ]
+    assert found == []

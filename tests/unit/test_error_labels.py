@@ -45,4 +45,5 @@ def test_the_detail_adds_grpc_s_text_only_where_the_label_lacks_it():
 def test_errors_of_the_tool_itself():
     assert error_label(AbandonedCall()) == "UNAVAILABLE"
     assert error_label(asyncio.TimeoutError()) == "DEADLINE_EXCEEDED"
+    assert error_label(asyncio.CancelledError()) == "CANCELLED"  # gRPC's label, never the Python type
     assert error_label(ValueError("boom")) == "ValueError: boom"

@@ -480,7 +480,20 @@ def test_capacity_search_probes_level_by_level_and_writes_its_result(monkeypatch
     assert [level["name"] for level in levels] == [f"probe {n}" for n in range(1, 7)]
     assert [level["verdict"] for level in levels] == [probe["verdict"] for probe in capacity["probes"]]
     assert "shape: level 4 'probe 4'" in caplog.text  # no total: the plan grows
-    assert getattr(run.environment, "process_exit_code", None) is None
+    assert getattr(run.environment, "process_exit_code", None) is None and run.shape.exit_verdict() is None
+
+
+def test_a_capacity_search_whose_first_probe_fails_gives_exit_code_3(monkeypatch, tmp_path):
+    run = Run(monkeypatch, tmp_path, CapacitySearchShape, shape_search_start=100, shape_search_max=2000)
+    tick = run.tick()
+    while tick is not None:
+        run.now += 0.2
+        run.running(tick[0])
+        run.load(9, tick[0] * 10, 30.0)  # every probe above the gate's 15 ms
+        tick = run.tick()
+    assert json.loads(Path(f"{run.prefix}_capacity.json").read_text())["capacity_qps"] is None
+    under = "put:p99<15ms and achieved QPS >= 95% of planned"
+    assert run.shape.exit_verdict() == (3, f"the capacity search found no QPS within {under}")
 
 
 def test_the_web_uis_sla_tab_lists_the_levels_judged_so_far(monkeypatch, tmp_path):

@@ -98,7 +98,7 @@ def judged_run(monkeypatch) -> tuple[Environment, LatencyRecorder]:
     return environment, recorder
 
 
-def test_a_run_whose_gates_pass_keeps_its_exit_code(monkeypatch):
+def test_a_run_whose_gates_pass_gives_no_verdict(monkeypatch):
     environment, recorder = judged_run(monkeypatch)
     data = sla.measurements(environment, recorder)
     assert (set(data.histograms), data.requests, data.failures, data.duration_s) == (
@@ -115,15 +115,15 @@ def test_a_run_whose_gates_pass_keeps_its_exit_code(monkeypatch):
         "SLA Aggregated errors < 1%: 0.990% (1 of 101) PASS",
         "SLA Aggregated qps >= 10: 10.1/s PASS",
     ]
-    assert environment.process_exit_code is None
+    assert sla.exit_verdict(results) is None and environment.process_exit_code is None  # decided once, elsewhere
 
 
-def test_a_failed_gate_sets_exit_code_3_and_names_it(monkeypatch, caplog):
+def test_a_failed_gate_gives_exit_code_3_and_names_it(monkeypatch, caplog):
     environment, recorder = judged_run(monkeypatch)
     results = sla.judge(environment, recorder, parse_gates("put:p99<1ms,errors<=0"))
     assert [result.line() for result in results] == [
         "SLA put p99 < 1ms: 1.000ms FAIL",
         "SLA Aggregated errors <= 0: 1 (of 101) FAIL",
     ]
-    assert environment.process_exit_code == sla.SLA_EXIT_CODE == 3
-    assert "SLA: 2 of 2 gates failed (put p99 < 1ms, Aggregated errors <= 0); exit code 3" in caplog.text
+    assert sla.exit_verdict(results) == (3, "2 of 2 gates failed (put p99 < 1ms, Aggregated errors <= 0)")
+    assert "SLA: 2 of 2 gates failed (put p99 < 1ms, Aggregated errors <= 0)" in caplog.text

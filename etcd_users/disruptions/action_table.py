@@ -1,0 +1,145 @@
+"""The disruption actions of ``--etcd-disrupt``, one entry each: what the grammar (``schedule``), the option's help,
+the runner and the documentation read. An action added here is parsed, described and run; one without a function
+fails ``tests/unit/test_disrupt_schedule.py``.
+
+Pure, and a leaf: each action's function is named ``"module:function"`` and imported only by the runner (``load``),
+so that the settings layer, which reads this table for the grammar and the help, never loads gRPC or gevent.
+"""
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+LEADER, FOLLOWER, ALL = "leader", "follower", "all"
+ROLES = (LEADER, FOLLOWER, ALL)
+URL = "URL"  # a client URL among the endpoints
+NONE, OPTIONAL, REQUIRED = "none", "optional", "required"  # whether an action takes +DURATION
+
+_ACTIONS_MODULE = "etcd_users.disruptions.actions"
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    members: tuple[str, ...]  # the members it may name, its default first; none: it acts on the whole cluster
+    duration: str  # +DURATION: NONE, OPTIONAL or REQUIRED
+    local_only: bool  # it signals a member's process: only on the local etcd the tool started
+    # "module:function": a coroutine (pool, disruption, done) on the master's connections, or for a local-only action
+    # a function (cluster, statuses, disruption, done) that signals the member's process
+    function: str
+    help: str  # what it does, in one line
+    keeps: bool = False  # it takes =KEEP, the revisions to keep (compact)
+
+    @property
+    def form(self) -> str:
+        """How the action is written, ``compact[=KEEP]`` for one that keeps revisions."""
+        return f"{self.name}[=KEEP]" if self.keeps else self.name
+
+    @property
+    def default_member(self) -> str:
+        return self.members[0] if self.members else ""
+
+    def load(self) -> Callable:
+        """The action's function, imported (the runner's side: it loads gRPC and Locust)."""
+        module, _, name = self.function.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+ACTIONS: dict[str, Action] = {
+    action.name: action
+    for action in (
+        Action(
+            "defrag",
+            (LEADER, FOLLOWER, ALL, URL),
+            NONE,
+            False,
+            f"{_ACTIONS_MODULE}:defrag",
+            "Defragment on the member; `all`: each member in turn",
+        ),
+        Action(
+            "move-leader",
+            (FOLLOWER, URL),
+            NONE,
+            False,
+            f"{_ACTIONS_MODULE}:move_leader",
+            "MoveLeader from the current leader to that member (any follower by default)",
+        ),
+        Action(
+            "snapshot",
+            (LEADER, FOLLOWER, URL),
+            NONE,
+            False,
+            f"{_ACTIONS_MODULE}:snapshot",
+            "streams the member's whole db (Snapshot), counts the bytes and drops them",
+        ),
+        Action(
+            "compact",
+            (),
+            NONE,
+            False,
+            f"{_ACTIONS_MODULE}:compact",
+            "Compact at the current revision minus KEEP revisions (0: all history), physically",
+            keeps=True,
+        ),
+        Action(
+            "kill",
+            (LEADER, FOLLOWER, URL),
+            REQUIRED,
+            True,
+            f"{_ACTIONS_MODULE}:signal_member",
+            "SIGKILL, started again after DURATION",
+        ),
+        Action(
+            "restart",
+            (LEADER, FOLLOWER, URL),
+            OPTIONAL,
+            True,
+            f"{_ACTIONS_MODULE}:signal_member",
+            "SIGTERM, started again after DURATION (at once without one)",
+        ),
+        Action(
+            "freeze",
+            (LEADER, FOLLOWER, URL),
+            REQUIRED,
+            True,
+            f"{_ACTIONS_MODULE}:signal_member",
+            "SIGSTOP, SIGCONT after DURATION",
+        ),
+    )
+}
+
+
+def names(local_only: bool | None = None) -> list[str]:
+    """The actions' names in the table's order; ``local_only`` True or False: only those that do, or do not,
+    signal a member's process."""
+    return [name for name, action in ACTIONS.items() if local_only is None or action.local_only == local_only]
+
+
+def with_duration() -> list[str]:
+    """The actions that take a +DURATION."""
+    return [name for name, action in ACTIONS.items() if action.duration != NONE]
+
+
+def said(items: list[str], last: str = "or") -> str:
+    """``a, b or c`` (``last``: the word before the last item)."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def help_text() -> str:
+    """The actions as the option's help lists them."""
+    anywhere = ", ".join(ACTIONS[name].form for name in names(local_only=False))
+    return f"{anywhere}, and on the local etcd only {', '.join(names(local_only=True))}"
+
+
+def markdown_table() -> str:
+    """The actions as the documentation's table (docs/disruptions.md holds it as printed here)."""
+    lines = [
+        "| action | members (default first) | `+DURATION` | local etcd only | what it does |",
+        "|---|---|---|---|---|",
+    ]
+    for action in ACTIONS.values():
+        form = f"`{action.name}` or `{action.name}=KEEP`" if action.keeps else f"`{action.name}`"
+        members = ", ".join(action.members) if action.members else "none (cluster-wide)"
+        local = "yes" if action.local_only else "no"
+        lines.append(f"| {form} | {members} | {action.duration} | {local} | {action.help} |")
+    return "\n".join(lines) + "\n"
