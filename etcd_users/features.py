@@ -50,7 +50,7 @@ class Tool(Protocol):
     def feature(self, kind: type) -> "FeatureHooks | None":
         """The hooks of ``kind`` among the features', once installed; None without them."""
 
-    def fail(self, message: str, exit_code: int = 2) -> NoReturn:
+    def fail(self, message: str, code: int = 2) -> NoReturn:
         """End the process with one line (bad input at start: exit code 2)."""
 
 

@@ -155,7 +155,7 @@ class KeySpaceFill(FeatureHooks):
                 self.filled_at_init = self._fill(environment, inside_run=False)
             except KeyboardInterrupt:  # Ctrl-C before the run: one line, the local etcd stopped
                 gevent.signal_handler(signal.SIGINT, lambda: None)  # a second Ctrl-C does not cut the clean-up short
-                self.tool.fail("interrupted while the key space was being written", exit_code=INTERRUPTED_EXIT_CODE)
+                self.tool.fail("interrupted while the key space was being written", code=INTERRUPTED_EXIT_CODE)
 
     def on_test_start(self, environment, **_kwargs) -> None:
         if self.filled_at_init:

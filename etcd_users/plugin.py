@@ -397,7 +397,7 @@ class EtcdPlugin:
         """etcd's NOSPACE alarm as the current (or last) run knows it, in one short line; None without one."""
         return self.space_watch.alarm if self.space_watch is not None else None
 
-    def fail(self, message: str, exit_code: int = 2) -> None:
+    def fail(self, message: str, code: int = exit_code.BAD_INPUT) -> None:
         """End the process with one line: bad input is the user's to fix, not a traceback to read (exit code 2;
         130 for a Ctrl-C before the run)."""
         first_line = message.splitlines()[0] if message else "unknown error"
@@ -405,7 +405,7 @@ class EtcdPlugin:
         sys.stderr.flush()
         bridge.close_bridge()
         self.target.stop_local()
-        sys.exit(exit_code)
+        sys.exit(code)
 
 
 def _interrupt_main_greenlet_on_ctrl_c(main) -> None:
