@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from etcd_users.exit_code import NOTHING_MEASURED, ExitVerdict
 from etcd_users.features import FeatureHooks
 from etcd_users.preparation import KEY_SPACE, Preparation
-from etcd_users.watchers.run import WatchersRun
+from etcd_users.run_context import run_context
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
@@ -66,8 +66,8 @@ class EmptyRun:
         runner = environment.runner
         if runner is None or isinstance(runner, WorkerRunner) or environment.stats.total.num_requests:
             return
-        hooks = list(hooks)
-        if any(isinstance(hook, WatchersRun) and hook.total().events for hook in hooks):
+        tally = run_context(environment).watch_tally  # judged by the watchers' hooks at quitting, before this
+        if tally is not None and tally.events:
             return  # watchers of another run's writes: their events are the measure (the ``watchers:`` line)
         options = environment.parsed_options
         self.line = why_empty(
