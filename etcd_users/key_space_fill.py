@@ -1,7 +1,8 @@
 """The read key space, written before the measured window: once per run, by the master or the single process.
 
 The workloads that read keys of the key space (a User class with ``reads_key_space``: the range, txn-mixed, mixed and
-YCSB users) need ``--etcd-key-space-size`` keys to find. A headless run writes them at init: Locust starts the clock
+YCSB users) need ``--etcd-key-space-size`` keys to find (``etcd_users.key_space_run`` decides when). A headless run
+writes them at init: Locust starts the clock
 of ``-t`` right after ``init`` and fires ``test_start`` later, inside its runner's start, so a fill there would eat
 the run time. A run started from the web UI, whose classes and options come with the start, writes them at test
 start, before its users spawn. Workers find the key space written. The fill's puts are no request of the run; its
@@ -12,18 +13,15 @@ found the key space of the run's settings; the user stops when the fill failed (
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.runners import WorkerRunner
 
 import asyncio
 import logging
-import signal
 import time
 
 import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.features import FeatureHooks
 from etcd_users.keys import KeySpace
 from etcd_users.preparation import KEY_SPACE, Preparation
 from etcd_users.settings import EtcdSettings
@@ -37,7 +35,6 @@ FILL_CONCURRENCY = 64
 PROGRESS_SECONDS = 5.0
 # a User class that reads keys of the key space, to be written before the run
 READS_KEY_SPACE = "reads_key_space"
-INTERRUPTED_EXIT_CODE = 130  # a shell's for a process that Ctrl-C ended
 
 # this process's fills of the current run, by key space: what Session.ensure_key_space finds done
 _prepared: dict[tuple, Preparation] = {}
@@ -52,6 +49,11 @@ def key_space_of(settings: EtcdSettings) -> tuple:
 def prepared(settings: EtcdSettings) -> Preparation | None:
     """This process's fill of the key space of ``settings`` in the current run, or None (not filled here)."""
     return _prepared.get(key_space_of(settings))
+
+
+def forget_fills() -> None:
+    """A new run: the key space may have changed since (a cleanup, another run's deletes)."""
+    _prepared.clear()
 
 
 def reads_key_space(user_classes) -> bool:
@@ -137,39 +139,3 @@ def fill_key_space(settings: EtcdSettings, *, inside_run: bool = False) -> Prepa
     else:
         logger.info("key space: the %s keys under %r were there already", f"{keys.size:,}", where)
     return progress
-
-
-class KeySpaceFill(FeatureHooks):
-    """Fills the key space of the run's reading classes on the master or the single process (``plugin.install``
-    wires it: its ``init`` after the features' checks, its ``test_start`` before the features' own)."""
-
-    def __init__(self, tool) -> None:
-        super().__init__(tool)
-        self.filled_at_init = False
-
-    def on_init(self, environment, runner=None, **_kwargs) -> None:
-        """A headless run knows its classes and options now, before Locust starts the clock of -t."""
-        options = environment.parsed_options
-        if getattr(options, "headless", False) or getattr(options, "autostart", False):
-            try:
-                self.filled_at_init = self._fill(environment, inside_run=False)
-            except KeyboardInterrupt:  # Ctrl-C before the run: one line, the local etcd stopped
-                gevent.signal_handler(signal.SIGINT, lambda: None)  # a second Ctrl-C does not cut the clean-up short
-                self.tool.fail("interrupted while the key space was being written", code=INTERRUPTED_EXIT_CODE)
-
-    def on_test_start(self, environment, **_kwargs) -> None:
-        if self.filled_at_init:
-            self.filled_at_init = False  # this first run's key space was written at init
-            return
-        self.preparation = None
-        self._fill(environment, inside_run=True)  # the web UI's runs: classes and options come with the start
-
-    def _fill(self, environment, *, inside_run: bool) -> bool:
-        if isinstance(environment.runner, WorkerRunner) or not reads_key_space(environment.user_classes):
-            return False
-        settings = self.tool.run_settings
-        if settings is None:
-            return False  # the options were refused: the run is being stopped
-        _prepared.clear()  # a new run: the key space may have changed since (a cleanup, another run's deletes)
-        self.preparation = fill_key_space(settings, inside_run=inside_run)
-        return True

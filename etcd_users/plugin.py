@@ -20,7 +20,7 @@ import greenlet
 
 from etcd_users import collector, exit_code, open_files
 from etcd_users.features import FeatureHooks, add_option_groups, features
-from etcd_users.key_space_fill import KeySpaceFill
+from etcd_users.key_space_run import KeySpaceFill
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.local import ClusterError
