@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 REQUESTS_FAILED = 1  # Locust's own, its --exit-code-on-error default
+NOTHING_MEASURED = 1  # the run's measured window holds no request (etcd_users.reporting.empty_run)
 BAD_INPUT = 2  # refused at start, in one line (argparse's code, and the tool's for its own options)
 SLA_EXIT_CODE = 3  # a gate failed: --etcd-sla, a disruption's window, a lost worker, a capacity search without result
 AUDIT_EXIT_CODE = 4  # the audit found data lost: it outranks slow data

@@ -29,6 +29,7 @@ from etcd_users.shapes.options import ShapeSettings
 
 if TYPE_CHECKING:
     from etcd_users.latency.recorder import LatencyRecorder
+    from etcd_users.preparation import Preparation
     from etcd_users.reporting.preflight import MemberReport
     from etcd_users.reporting.verdicts import GateVerdicts
     from etcd_users.settings import EtcdSettings
@@ -45,15 +46,20 @@ class Tool(Protocol):
     verdicts: "GateVerdicts"  # the gates' results of the run, judged at quitting
     preflight: "list[MemberReport]"  # the members as the pre-flight found them at start-up
     member_rows: "list[dict] | None"  # the members' polled rows of the current (or last) run; None: not polled
+    feature_hooks: "list[FeatureHooks]"  # every feature's hooks, in their order
 
-    def fail(self, message: str) -> NoReturn:
-        """End the process with one line (bad input at start)."""
+    def fail(self, message: str, code: int = 2) -> NoReturn:
+        """End the process with one line (bad input at start: exit code 2)."""
 
 
 class FeatureHooks:
     """A feature's part of a run's life cycle. Each method listens to the Locust event of its name, after the
     plugin's own (the run's settings are resolved and the local etcd started by then); by default it does nothing.
     ``tool`` is the process's plugin: the run's settings, the local cluster, the latency recorder."""
+
+    # what the feature wrote before the current (or last) run's measured window, if anything: the summary's
+    # ``preparation`` and the reason an empty run gives
+    preparation: "Preparation | None" = None
 
     def __init__(self, tool: Tool) -> None:
         self.tool = tool

@@ -184,7 +184,12 @@ SUMMARY_KEYS = (
     "lost_workers",  # later: absent from older files
     "skew",  # later: the puts per key counted from the keys' versions (PREFIX_skew.json), absent from older files
     "watch",  # later: the watch workloads' figures and whether the client kept up (null without watch events)
+    "preparation",  # later: what the run wrote before its measured window, by kind (null when nothing)
 )
+# each of its "preparation" (etcd_users.preparation), under "key_space" (the reads' key space) or "kubernetes" (the
+# prefill): the keys the run starts with, those written (the others existed), the seconds it took, and why it stopped
+# short (null when complete)
+SUMMARY_PREPARATION_KEYS = ("keys", "written", "seconds", "error")
 # its "watch" (etcd_users.watchers.run): EtcdWatcherUser's watchers and events, and the progress intervals with watch
 # events in which the client process was busy (a whole core wanted, or its loop behind) of all those with events:
 # client_bound when half

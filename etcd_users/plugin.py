@@ -20,6 +20,7 @@ import greenlet
 
 from etcd_users import collector, exit_code, open_files
 from etcd_users.features import FeatureHooks, add_option_groups, features
+from etcd_users.key_space_run import KeySpaceFill
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.local import ClusterError
@@ -33,6 +34,8 @@ from etcd_users.reporting import (
     space,
     webui,
 )
+from etcd_users.reporting.empty_run import EmptyRun
+from etcd_users.reporting.rate_shortfall import RateShortfall
 from etcd_users.reporting.verdicts import GateVerdicts
 from etcd_users.run_context import RunContext, attach, run_context
 from etcd_users.run_monitoring import RunMonitoring
@@ -70,6 +73,10 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
     events.test_stop.add_listener(plugin.on_test_stop)
     events.quitting.add_listener(plugin.on_quitting)
     events.quit.add_listener(plugin.on_quit)
+    fill = KeySpaceFill(plugin) if etcd else None
+    if fill is not None:  # the key space is written before the features' test_start (the key skew's first read)
+        events.test_start.add_listener(fill.on_test_start)
+        plugin.feature_hooks.append(fill)
     for feature in features(etcd):  # after the plugin's own: the run's settings and the local etcd come first
         if feature.hooks:
             module, _, name = feature.hooks.partition(":")
@@ -81,6 +88,10 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
             events.worker_report.add_listener(hooks.on_worker_report)
             events.quit.add_listener(hooks.on_quit)
             plugin.feature_hooks.append(hooks)
+    if fill is not None:  # at init after the features' checks: bad input ends the process before a long fill
+        events.init.add_listener(fill.on_init)
+    events.quit.add_listener(plugin.empty_run.on_quit)  # after everyone's: the last lines of the run
+    events.quit.add_listener(plugin.rate_shortfall.on_quit)
     return plugin
 
 
@@ -103,8 +114,10 @@ class EtcdPlugin:
         self.context: RunContext | None = None  # this process's state for its runs, made at init
         self.space_watch: space.SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
-        self.feature_hooks: list[FeatureHooks] = []  # FEATURES' own, in their order
+        self.feature_hooks: list[FeatureHooks] = []  # the key space fill's, then FEATURES' own in their order
         self.verdicts = GateVerdicts()  # the gates: judged at quitting, written and printed at quit
+        self.empty_run = EmptyRun()  # a run that measured no request: judged at quitting, its line printed at quit
+        self.rate_shortfall = RateShortfall(self.recorder, self.client_cpu)  # --etcd-user-rate not held: a line at quit
         self.tabs: webui.EtcdTabs | None = None  # the web UI's etcd tabs, on a master or single process with one
         self.exporter: exporter.Exporter | None = None  # --etcd-prometheus-port, on a master or single process
         self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
@@ -213,6 +226,7 @@ class EtcdPlugin:
             if self.tabs is not None:
                 self.tabs.on_test_start()
             self._stop_run()
+            self.rate_shortfall.on_test_start(environment, settings.user_rate)
             local = self.target.local
             run = context.monitoring = RunMonitoring.start(
                 environment, settings, local.compaction if local is not None else None
@@ -240,6 +254,8 @@ class EtcdPlugin:
     def on_spawning_complete(self, **_kwargs) -> None:
         self.recorder.on_spawning_complete()
         collector.on_spawning_complete()
+        if self.environment is not None:
+            self.rate_shortfall.on_spawning_complete(self.environment)
 
     def on_reset_stats(self, **_kwargs) -> None:
         self.recorder.on_reset_stats()
@@ -254,6 +270,7 @@ class EtcdPlugin:
 
     def on_test_stop(self, environment, **_kwargs) -> None:
         self._stop_run()
+        self.rate_shortfall.on_test_stop()
         self.recorder.on_test_stop()
         collector.on_test_stop()
 
@@ -277,6 +294,8 @@ class EtcdPlugin:
         self.recorder.on_quitting()
         for hooks in self.feature_hooks:  # the workers' last reports are in
             hooks.on_quitting(environment)
+        if self.ran and self._judges(environment):
+            self.empty_run.judge(environment, self.feature_hooks)
         if role.judges:
             final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
             self._decide_exit_code(environment, shape)
@@ -286,6 +305,7 @@ class EtcdPlugin:
         keep Locust's rule: they judge nothing."""
         verdicts = [self.verdicts.exit_verdict(), shape.exit_verdict() if shape is not None else None]
         verdicts += [hooks.exit_verdict(environment) for hooks in self.feature_hooks]
+        verdicts.append(self.empty_run.exit_verdict())
         verdicts.append(exit_code.locust_verdict(environment, log.unhandled_greenlet_exception))
         decided = exit_code.decide(verdicts)
         environment.process_exit_code = decided.code
@@ -377,14 +397,15 @@ class EtcdPlugin:
         """etcd's NOSPACE alarm as the current (or last) run knows it, in one short line; None without one."""
         return self.space_watch.alarm if self.space_watch is not None else None
 
-    def fail(self, message: str) -> None:
-        """End the process with one line: bad input is the user's to fix, not a traceback to read."""
+    def fail(self, message: str, code: int = exit_code.BAD_INPUT) -> None:
+        """End the process with one line: bad input is the user's to fix, not a traceback to read (exit code 2;
+        130 for a Ctrl-C before the run)."""
         first_line = message.splitlines()[0] if message else "unknown error"
         sys.stderr.write(f"locust-etcd: error: {first_line}\n")
         sys.stderr.flush()
         bridge.close_bridge()
         self.target.stop_local()
-        sys.exit(2)
+        sys.exit(code)
 
 
 def _interrupt_main_greenlet_on_ctrl_c(main) -> None:

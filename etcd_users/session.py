@@ -6,22 +6,19 @@ a new one.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
+from locust.exception import StopUser
 
-import asyncio
 import logging
-import time
 
 import gevent.lock
-from etcd3.etcdrpc import rpc_pb2
 
+from etcd_users import key_space_fill
 from etcd_users.keys import KeySpace
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport import bridge
 from etcd_users.transport.pool import EndpointPool
 
 logger = logging.getLogger(__name__)
-
-_POPULATE_CONCURRENCY = 64
 
 
 class Session:
@@ -46,42 +43,20 @@ class Session:
         self._populate_lock = gevent.lock.Semaphore()
 
     def ensure_key_space(self) -> None:
-        """Write the key space once before reads measure it; not reported as requests."""
+        """The key space is written before reads measure it, never reported as requests: by the master or the single
+        process before the run (``etcd_users.key_space_fill``), else here, once per process (a worker finds it
+        written; a class without ``reads_key_space`` writes it on its first call). Stops the user when the fill
+        failed: its reads would miss."""
         if self._populated:
             return
         with self._populate_lock:
             if not self._populated:
-                started = time.monotonic()
-                written = self.bridge.run(self._populate)
-                if written:
-                    logger.info(
-                        "wrote %d keys of the read key space under %r in %.1fs",
-                        written,
-                        self.keys.prefix.decode(errors="replace"),
-                        time.monotonic() - started,
-                    )
+                filled = key_space_fill.prepared(self.settings) or key_space_fill.fill_key_space(
+                    self.settings, inside_run=True
+                )
+                if filled.failed:
+                    raise StopUser()
                 self._populated = True
-
-    async def _populate(self) -> int:
-        first, end = self.keys.first_and_end()
-        connection = self.pool.next_connection()
-        count = await connection.kv.Range(
-            rpc_pb2.RangeRequest(key=first, range_end=end, count_only=True),
-            timeout=self.settings.timeout,
-            metadata=connection.metadata,
-        )
-        if count.count >= self.keys.size:
-            return 0
-        limit = asyncio.Semaphore(_POPULATE_CONCURRENCY)
-
-        async def put(key: bytes) -> None:
-            async with limit:
-                connection = self.pool.next_connection()
-                request = rpc_pb2.PutRequest(key=key, value=self.keys.value)
-                await connection.kv.Put(request, timeout=self.settings.timeout, metadata=connection.metadata)
-
-        await asyncio.gather(*(put(key) for key in self.keys.all_keys()))
-        return self.keys.size
 
     def close(self) -> None:
         self.bridge.run(self.pool.close)

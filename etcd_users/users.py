@@ -48,6 +48,9 @@ class EtcdUser(User):
 
     abstract = True
     wait_time = constant(0)
+    # reads keys of the key space: the master (or single process) writes it before the run (etcd_users.key_space_fill)
+    reads_key_space = False
+    follows_user_rate = True  # sends at --etcd-user-rate through repeat (etcd_users.reporting.rate_shortfall)
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
@@ -100,6 +103,7 @@ class EtcdPutUser(EtcdUser):
 
 class _RangeUser(EtcdUser):
     abstract = True
+    reads_key_space = True
     serializable: bool | None = None  # None: --etcd-consistency decides
 
     @task
@@ -134,6 +138,8 @@ class EtcdTxnPutUser(EtcdUser):
 
 class EtcdTxnMixedUser(EtcdUser):
     """Read or write transactions at ``--etcd-rw-ratio`` reads per write (``txn-mixed-read``/``-write``)."""
+
+    reads_key_space = True
 
     @task
     def txn_mixed(self) -> None:
@@ -198,6 +204,8 @@ class EtcdWatcherUser(EtcdUser):
     row per event of a put of this process, timed from the put's acknowledgement; the events, their lag in revisions
     and the watchers etcd cancelled in the ``watchers:`` line."""
 
+    follows_user_rate = False
+
     @task
     def watch(self) -> None:
         self.watchers = WatcherClient(self.etcd)
@@ -211,6 +219,8 @@ class EtcdWatcherUser(EtcdUser):
 
 class EtcdMixedUser(EtcdUser):
     """Operations drawn by the weights of ``--etcd-mix`` (default put 45, range 30, delete 25)."""
+
+    reads_key_space = True
 
     @task
     def mixed(self) -> None:
@@ -235,6 +245,8 @@ class EtcdMixedUser(EtcdUser):
 class EtcdYcsbUser(EtcdUser):
     """YCSB's core workload ``--etcd-ycsb A``…``F``: reads, updates, inserts, scans and read-modify-writes in the
     workload's proportions (``ycsb/read``, ``ycsb/update``, …), after the key space is loaded (YCSB's load phase)."""
+
+    reads_key_space = True
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
@@ -275,6 +287,7 @@ class EtcdKubernetesNodeUser(EtcdUser):
     such user per run (``fixed_count``) drives every node, whatever ``-u`` and the workers."""
 
     fixed_count = 1
+    follows_user_rate = False  # its schedule is the lease period
     k8s_prefill = ("nodes",)
 
     def __init__(self, environment) -> None:

@@ -23,6 +23,7 @@ from etcd_users.client import KeyOutsidePrefixError
 from etcd_users.features import FeatureHooks
 from etcd_users.kubernetes.client import close_states, list_keys
 from etcd_users.kubernetes.layout import NODE_LEASE_BYTES, Layout, ValueSource
+from etcd_users.preparation import KUBERNETES, Preparation
 from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.target_cluster import with_probe
@@ -46,6 +47,21 @@ class Prefill:
     created: int = 0
     failed: dict[str, int] = field(default_factory=dict)
     timed_out: bool = False
+    started: float = 0.0  # time.monotonic()
+
+    def preparation(self, inside_run: bool) -> Preparation:
+        """The run summary's ``preparation.kubernetes``; an error when objects are missing (failed or timed out)."""
+        why = ", ".join(f"{label} ×{count}" for label, count in sorted(self.failed.items()))
+        if self.timed_out:
+            why = "; ".join(filter(None, (why, "stopped after --etcd-k8s-prefill-seconds")))
+        return Preparation(
+            KUBERNETES,
+            self.existing + self.missing,
+            self.created,
+            time.monotonic() - self.started,
+            why if self.created < self.missing else "",
+            inside_run,
+        )
 
 
 def wanted_keys(layout: Layout, parts: set[str]) -> list[tuple[bytes, bytes, list[bytes], int]]:
@@ -101,7 +117,7 @@ def prefill(settings: EtcdSettings, parts: set[str]) -> Prefill:
         if not prefix.startswith(settings.prefix) or not all(key.startswith(prefix) for key in keys):
             raise KeyOutsidePrefixError(f"{prefix!r} is outside --etcd-prefix {settings.prefix!r}")
     progress = Prefill()
-    started = time.monotonic()
+    started = progress.started = time.monotonic()
     budget = settings.k8s.prefill_seconds
 
     def report() -> None:
@@ -159,19 +175,21 @@ class KubernetesRun(FeatureHooks):
         self.compactor: compaction.Compactor | None = None
         self.prefilled: tuple[EtcdSettings, set[str]] | None = None  # what the init wrote, for the first run
 
-    def _prefill(self, environment) -> EtcdSettings | None:
+    def _prefill(self, environment, inside_run: bool) -> EtcdSettings | None:
         """The objects of the run's Kubernetes classes, once per settings and classes; the settings, or None."""
         parts = {part for cls in environment.user_classes or () for part in getattr(cls, PREFILL_ATTRIBUTE, ())}
         if not parts or run_context(environment).role.is_worker:
+            self.preparation = None
             return None
         settings = self.tool.run_settings
         if settings is None:
             return None  # the options were refused: the run is being stopped
         if self.prefilled != (settings, parts):
             try:
-                prefill(settings, parts)
+                self.preparation = prefill(settings, parts).preparation(inside_run)
             except EndpointError as error:
                 logger.error("locust-etcd: error: kubernetes prefill: %s", error)
+                self.preparation = Preparation(KUBERNETES, 0, error=str(error), inside_run=inside_run)
             self.prefilled = (settings, parts)
         return settings
 
@@ -179,10 +197,11 @@ class KubernetesRun(FeatureHooks):
         """A headless run knows its classes now, before Locust starts the clock of -t: prefill here."""
         options = environment.parsed_options
         if getattr(options, "headless", False) or getattr(options, "autostart", False):
-            self._prefill(environment)
+            self._prefill(environment, inside_run=False)
 
     def on_test_start(self, environment, **_kwargs) -> None:
-        settings = self._prefill(environment)  # the web UI's runs: classes and options come with the start
+        # the web UI's runs: classes and options come with the start
+        settings = self._prefill(environment, inside_run=True)
         if settings is None:
             return
         self.prefilled = None  # a next run from the web UI looks again: this run changes what exists

@@ -26,6 +26,7 @@ import logging
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import gevent
@@ -144,6 +145,7 @@ class ClientCpu:
         self._unsent: deque[Sample] = deque(maxlen=MAX_UNSENT)  # a worker's samples the master has not had
         self._pending: list[Row] = []  # a master's (or single process's) rows not written yet
         self._file: ClientCpuFile | None = None
+        self.listeners: list[Callable[[Row], None]] = []  # told of each row of a master or single process
 
     # -- samples --
 
@@ -152,7 +154,7 @@ class ClientCpu:
             self._unsent.append(sample)
             return
         process = MASTER_PROCESS if isinstance(self.environment.runner, locust_runners.MasterRunner) else LOCAL_PROCESS
-        self._pending.append((sample[0], process, *sample[1:]))
+        self._add((sample[0], process, *sample[1:]))
         self.flush()
 
     def on_report_to_master(self, data: dict[str, Any]) -> None:
@@ -162,7 +164,12 @@ class ClientCpu:
     def on_worker_report(self, client_id: str, data: dict[str, Any]) -> None:
         for second, percent, *wait in data.get(REPORT_KEY) or ():
             waited = None if not wait or wait[0] is None else float(wait[0])  # None: the worker's system does not say
-            self._pending.append((int(second), str(client_id), float(percent), waited))
+            self._add((int(second), str(client_id), float(percent), waited))
+
+    def _add(self, row: Row) -> None:
+        self._pending.append(row)
+        for listener in self.listeners:
+            listener(row)
 
     # -- output --
 

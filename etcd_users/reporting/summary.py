@@ -168,6 +168,12 @@ def gates_of(results: Sequence[Result]) -> list[dict]:
     ]
 
 
+def preparation_of(hooks: Iterable[FeatureHooks]) -> dict | None:
+    """What the features wrote before the run's measured window, by kind; None when nothing."""
+    found = {hook.preparation.what: hook.preparation.to_dict() for hook in hooks if hook.preparation is not None}
+    return found or None
+
+
 def perfdash(requests: Sequence[dict]) -> dict:
     """perfdash's JSON: one data item per request name (service times; the Aggregated row as ``Aggregated``)."""
     items = [
@@ -303,4 +309,5 @@ class RunSummary(FeatureHooks):
             "members": member_figures(rows).to_dict() if rows is not None else None,
             "lost_workers": [lost.to_dict() for lost in context.lost_workers],
             "watch": context.watch_tally.summary() if context.watch_tally is not None else None,
+            "preparation": preparation_of(tool.feature_hooks),
         }
