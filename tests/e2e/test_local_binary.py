@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 from checks import assert_no_traceback, refusal_line, stderr_lines
@@ -100,3 +102,29 @@ def test_the_standalone_command_lists_the_etcds_and_refuses_an_unknown_version_i
     assert refused.returncode == 2 and refused.stdout == ""
     [line] = stderr_lines(refused.stderr)
     assert line.startswith("error: --binary: no etcd 9.9 found here; the etcds found: "), line
+
+
+def test_the_standalone_command_runs_the_version_chosen(tmp_path):
+    stderr_path = tmp_path / "stderr"
+    with open(stderr_path, "w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "etcd_users.local", "--binary", "3.4"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    try:
+        first = process.stdout.readline()  # the endpoints line comes once the member is healthy
+        assert first.startswith("LOCUST_ETCD_ENDPOINTS=http://127.0.0.1:"), stderr_path.read_text()
+        endpoint = first.strip().split("=", 1)[1]
+        with urllib.request.urlopen(f"{endpoint}/version", timeout=10) as answer:
+            assert json.load(answer)["etcdserver"] == DEBIAN_VERSION
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    [line] = stderr_lines(stderr_path.read_text())
+    assert line.startswith(f"etcd {DEBIAN_VERSION} ({DEBIAN_ETCD}): 1 member(s) healthy in "), line
