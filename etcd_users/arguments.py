@@ -33,6 +33,7 @@ class Option:
     secret: bool = False
     choices: tuple | None = None
     parse: Callable[[str, object], object] | None = field(default=None, compare=False)
+    repeatable: bool = False  # given once per value: the values are a list (the default, no value, is empty)
 
     @property
     def dest(self) -> str:
@@ -63,6 +64,8 @@ def add_option_group(parser: argparse.ArgumentParser, title: str, description: s
         }
         if isinstance(option.default, bool):
             kwargs["action"] = "store_true"
+        elif option.repeatable:  # argparse appends to a list of its own: the default must be None, not a tuple
+            kwargs.update(action="append", default=None, type=str, metavar=option.dest.split("_")[-1].upper())
         else:
             kwargs["type"] = option_type(option)
             kwargs["metavar"] = option.dest.split("_", 1)[-1].upper()
@@ -70,7 +73,7 @@ def add_option_group(parser: argparse.ArgumentParser, title: str, description: s
                 kwargs["choices"] = option.choices  # Locust's form renders an action's choices as a select
         action = group.add_argument(option.flag, **kwargs)
         # what LocustArgumentParser.add_argument sets; an argument group's add_argument does not know these
-        action.include_in_web_ui = True
+        action.include_in_web_ui = not option.repeatable  # the form has one field per option, not a list
         action.is_secret = option.secret
         action.is_required = False
         action.is_multiple = False

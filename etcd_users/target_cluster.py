@@ -17,13 +17,15 @@ from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.arguments import shown
 from etcd_users.keys import prefix_range_end
-from etcd_users.local import LocalCluster
+from etcd_users.local import LocalCluster, choose_etcd_binary
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.pool import EndpointPool
 
 logger = logging.getLogger(__name__)
+
+LOCAL_BINARY_FLAG = "--etcd-local-binary"
 
 
 class TargetCluster:
@@ -39,19 +41,28 @@ class TargetCluster:
         """
         settings = settings_from_options(options)
         if not settings.endpoints:
-            cluster = self.local or self._start_local(settings.local_members, settings.monitoring.local_pprof)
+            cluster = self.local or self._start_local(settings)
             options.etcd_endpoints = ",".join(cluster.endpoints)
             settings = settings_from_options(options)
+        elif self.local is None and settings.local_binary.strip():
+            raise SettingsError(
+                f"{LOCAL_BINARY_FLAG}: chooses the etcd the tool starts, and --etcd-endpoints gives a cluster of "
+                "your own; leave one of them out"
+            )
         return settings
 
-    def _start_local(self, members: int, enable_pprof: bool = False) -> LocalCluster:
-        cluster = LocalCluster(members=members, enable_pprof=enable_pprof)
+    def _start_local(self, settings: EtcdSettings) -> LocalCluster:
+        members, enable_pprof = settings.local_members, settings.monitoring.local_pprof
+        binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
+        cluster = LocalCluster(members=members, enable_pprof=enable_pprof, binary=binary.path)
         cluster.start()
         self.local = cluster
         logger.info(
-            "started a local etcd (%d member%s%s): %s; %s",
+            "started a local etcd (%d member%s, etcd %s at %s%s): %s; %s",
             members,
             "s" * (members > 1),
+            binary.version,
+            binary.path,
             ", pprof on" if enable_pprof else "",
             ",".join(cluster.endpoints),
             cluster.describe_space(),  # quota and auto-compaction (etcd_users.local.space)

@@ -284,6 +284,8 @@ def _python_variant(args: list[str]) -> tuple[list[str], str, str]:
     if module == "benchmarks.memory":
         for option, value in (("--users", "50"), ("--rate", "1"), ("--sample-seconds", "1")):
             _set_option(args, option, value)
+    if "--list-binaries" in rest:  # prints and exits
+        return args, "", ""
     return args, "", SERVES_UNTIL.get(module, "")
 
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 LEADER, FOLLOWER, ALL = "leader", "follower", "all"
 ROLES = (LEADER, FOLLOWER, ALL)
 URL = "URL"  # a client URL among the endpoints
+COMMAND = "NAME"  # a command's name, defined by --etcd-disrupt-command NAME=COMMAND
 NONE, OPTIONAL, REQUIRED = "none", "optional", "required"  # whether an action takes +DURATION
 
 _ACTIONS_MODULE = "etcd_users.disruptions.actions"
+ALLOWED_FLAG = "--etcd-disrupt-allowed"
 
 
 @dataclass(frozen=True)
@@ -24,11 +26,13 @@ class Action:
     members: tuple[str, ...]  # the members it may name, its default first; none: it acts on the whole cluster
     duration: str  # +DURATION: NONE, OPTIONAL or REQUIRED
     local_only: bool  # it signals a member's process: only on the local etcd the tool started
-    # "module:function": a coroutine (pool, disruption, done) on the master's connections, or for a local-only action
-    # a function (cluster, statuses, disruption, done) that signals the member's process
+    # "module:function": a coroutine (pool, disruption, done) on the master's connections, for a local-only action
+    # a function (cluster, statuses, disruption, done) that signals the member's process, and for an outside one a
+    # function (command, endpoints, disruption, done) that runs the command
     function: str
     help: str  # what it does, in one line
     keeps: bool = False  # it takes =KEEP, the revisions to keep (compact)
+    outside: bool = False  # it acts outside the tool (a command of the user's): only with --etcd-disrupt-allowed
 
     @property
     def form(self) -> str:
@@ -37,7 +41,12 @@ class Action:
 
     @property
     def default_member(self) -> str:
-        return self.members[0] if self.members else ""
+        return self.members[0] if self.members and self.members[0] != COMMAND else ""
+
+    @property
+    def names_command(self) -> bool:
+        """Its ':' part names a command of --etcd-disrupt-command, not a member."""
+        return COMMAND in self.members
 
     def load(self) -> Callable:
         """The action's function, imported (the runner's side: it loads gRPC and Locust)."""
@@ -105,14 +114,28 @@ ACTIONS: dict[str, Action] = {
             f"{_ACTIONS_MODULE}:signal_member",
             "SIGSTOP, SIGCONT after DURATION",
         ),
+        Action(
+            "exec",
+            (COMMAND,),
+            OPTIONAL,
+            False,
+            "etcd_users.disruptions.command:run_command",
+            "runs the command NAME given by `--etcd-disrupt-command NAME=COMMAND` (always with "
+            "`--etcd-disrupt-allowed`); DURATION: its timeout; a non-zero exit fails the window",
+            outside=True,
+        ),
     )
 }
 
 
-def names(local_only: bool | None = None) -> list[str]:
-    """The actions' names in the table's order; ``local_only`` True or False: only those that do, or do not,
-    signal a member's process."""
-    return [name for name, action in ACTIONS.items() if local_only is None or action.local_only == local_only]
+def names(local_only: bool | None = None, outside: bool | None = None) -> list[str]:
+    """The actions' names in the table's order; ``local_only`` (``outside``) True or False: only those that do, or do
+    not, signal a member's process (run a command of the user's)."""
+    return [
+        name
+        for name, action in ACTIONS.items()
+        if (local_only is None or action.local_only == local_only) and (outside is None or action.outside == outside)
+    ]
 
 
 def with_duration() -> list[str]:
@@ -127,8 +150,12 @@ def said(items: list[str], last: str = "or") -> str:
 
 def help_text() -> str:
     """The actions as the option's help lists them."""
-    anywhere = ", ".join(ACTIONS[name].form for name in names(local_only=False))
-    return f"{anywhere}, and on the local etcd only {', '.join(names(local_only=True))}"
+    anywhere = ", ".join(ACTIONS[name].form for name in names(local_only=False, outside=False))
+    outside = ", ".join(f"{name}:NAME" for name in names(outside=True))
+    return (
+        f"{anywhere}, on the local etcd only {', '.join(names(local_only=True))}, and anywhere with "
+        f"{ALLOWED_FLAG} {outside} (a command of --etcd-disrupt-command)"
+    )
 
 
 def markdown_table() -> str:
@@ -140,6 +167,8 @@ def markdown_table() -> str:
     for action in ACTIONS.values():
         form = f"`{action.name}` or `{action.name}=KEEP`" if action.keeps else f"`{action.name}`"
         members = ", ".join(action.members) if action.members else "none (cluster-wide)"
+        if action.names_command:
+            members = "NAME (a command, required)"
         local = "yes" if action.local_only else "no"
         lines.append(f"| {form} | {members} | {action.duration} | {local} | {action.help} |")
     return "\n".join(lines) + "\n"

@@ -123,6 +123,9 @@ class DisruptionRun:
             act = action.load()
             if action.local_only:
                 act(self.cluster, self.probe.run(member_statuses), disruption, done)
+            elif action.outside:
+                endpoints = [endpoint.url for endpoint in self.settings.endpoints]
+                act(self.settings.disruptions.command(disruption.member), endpoints, disruption, done)
             else:
                 self.probe.run(lambda pool: act(pool, disruption, done))
             window.ok = True
@@ -146,8 +149,9 @@ class DisruptionRun:
         item = window.disruption.text
         if window.ok:
             logger.info("disruption %s: %s", item, window.result)
-        else:
-            logger.warning("disruption %s failed: %s", item, window.error)
+        else:  # a result besides the error (a command's output) goes with it
+            result = f" ({window.result})" if window.result and window.result != window.error else ""
+            logger.warning("disruption %s failed: %s%s", item, window.error, result)
         self._write()
 
     # -- the cost --

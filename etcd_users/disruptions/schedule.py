@@ -16,6 +16,7 @@ from typing import NamedTuple
 from etcd_users.arguments import shown
 from etcd_users.disruptions.action_table import (
     ACTIONS,
+    ALLOWED_FLAG,
     FOLLOWER,
     NONE,
     REQUIRED,
@@ -27,7 +28,7 @@ from etcd_users.disruptions.action_table import (
 )
 
 FLAG = "--etcd-disrupt"
-ALLOWED_FLAG = "--etcd-disrupt-allowed"
+COMMAND_FLAG = "--etcd-disrupt-command"
 
 EXAMPLE = "defrag:leader@120s,move-leader@300s,snapshot@400s,compact=1000@450s,kill:follower@500s+30s"
 FORM = "ACTION[:MEMBER]@TIME[+DURATION] (e.g. defrag:leader@120s, kill:follower@500s+30s, compact=1000@60s)"
@@ -43,6 +44,7 @@ _ITEM = re.compile(
 _TIME = re.compile(r"^(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>s|m|h)?$")
 _UNITS = {None: 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
 _URL = re.compile(r"^https?://[^/\s:]+:[0-9]+/?$")
+COMMAND_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class ScheduleError(ValueError):
@@ -50,8 +52,9 @@ class ScheduleError(ValueError):
 
 
 class Disruption(NamedTuple):
-    """One item of the schedule. ``member``: leader, follower, all or a client URL ('' for compact); ``keep``: the
-    revisions a compaction keeps; ``duration``: seconds until the member is started again or thawed (0: none)."""
+    """One item of the schedule. ``member``: leader, follower, all or a client URL ('' for compact), for exec the
+    command's name; ``keep``: the revisions a compaction keeps; ``duration``: seconds until the member is started
+    again or thawed, for exec the command's timeout (0: none)."""
 
     action: str
     member: str
@@ -98,7 +101,15 @@ def parse_item(item: str) -> Disruption:
             raise _refuse(item, f"has '=' where only {keeping} (the revisions to keep, a whole number) may")
         keep = int(match["keep"])
     member = ACTIONS[action].default_member
-    if match["member"] is not None:
+    if ACTIONS[action].names_command:
+        member = (match["member"] or "").strip()
+        if not COMMAND_NAME.match(member):
+            raise _refuse(
+                item,
+                f"names no command: {action} takes the NAME of a {COMMAND_FLAG} NAME=COMMAND "
+                "(letters, digits, '.', '_' or '-'), e.g. exec:drain@60s+120s",
+            )
+    elif match["member"] is not None:
         member = match["member"].strip()
         if not members:
             raise _refuse(item, f"names a member, but {action} acts on the whole cluster")
@@ -136,9 +147,18 @@ def parse_schedule(flag: str, text: str) -> tuple[Disruption, ...]:
 
 def check_allowed(schedule: tuple[Disruption, ...], endpoints: list[str], local: bool, allowed: bool) -> None:
     """The schedule against the run's endpoints: members named by URL are among them; on endpoints the tool did not
-    start, signals are refused and any other action needs ``--etcd-disrupt-allowed``."""
+    start, signals are refused and any other action needs ``--etcd-disrupt-allowed``, which a command (exec) always
+    needs."""
     urls = [url.rstrip("/") for url in endpoints]
+    commands = [d.text for d in schedule if ACTIONS[d.action].outside]
+    if commands and not allowed:
+        raise ScheduleError(
+            f"{FLAG}: {shown(commands[0])} runs a command of your own, outside the tool; pass {ALLOWED_FLAG} to let "
+            "it run (on any cluster, the local etcd too)"
+        )
     for disruption in schedule:
+        if ACTIONS[disruption.action].names_command:
+            continue
         if disruption.member not in ROLES and disruption.member and disruption.member not in urls:
             raise ScheduleError(
                 f"{FLAG}: {shown(disruption.text)} names {disruption.member}, which is not among the endpoints "
@@ -153,9 +173,10 @@ def check_allowed(schedule: tuple[Disruption, ...], endpoints: list[str], local:
         return
     signalled = [d.text for d in schedule if ACTIONS[d.action].local_only]
     if signalled:
+        others = said(names(local_only=False, outside=False))
         raise ScheduleError(
             f"{FLAG}: {shown(signalled[0])} signals a member's process, which only the local etcd the tool starts "
-            f"allows; leave out --etcd-endpoints for a local cluster, or use {said(names(local_only=False))}"
+            f"allows; leave out --etcd-endpoints for a local cluster, or use {others}"
         )
     if not allowed:
         raise ScheduleError(

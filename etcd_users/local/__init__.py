@@ -1,12 +1,18 @@
 """The throwaway local etcd the tool starts itself: 1 or 3 members on 127.0.0.1, for the embedded default and tests.
 
 ``python -m etcd_users.local`` runs one until Ctrl-C (``__main__``). ``LocalCluster`` (``cluster``) composes the
-rest: the etcd binary (``binary``), free and kept ports (``ports``), each member's quota and compaction (``space``),
-TLS (``tls``), a member's addresses and flags (``member``), its process (``supervision``), what its HTTP listener
-(``probes``) and its log (``logs``) say, and authentication (``auth``).
+rest: the etcd binary, found or chosen (``binary``), free and kept ports (``ports``), each member's quota and
+compaction (``space``), TLS (``tls``), a member's addresses and flags (``member``), its process (``supervision``),
+what its HTTP listener (``probes``) and its log (``logs``) say, and authentication (``auth``).
 """
 
-from etcd_users.local.binary import MISSING_BINARY_MESSAGE, find_etcd_binary
+from etcd_users.local.binary import (
+    MISSING_BINARY_MESSAGE,
+    EtcdBinary,
+    choose_etcd_binary,
+    find_etcd_binary,
+    found_binaries,
+)
 from etcd_users.local.cluster import LocalCluster
 from etcd_users.local.errors import ClusterError
 from etcd_users.local.member import ELECTION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS
@@ -26,7 +32,10 @@ __all__ = [
     "STOP_GRACE_SECONDS",
     "ClusterError",
     "ClusterTLS",
+    "EtcdBinary",
     "LocalCluster",
+    "choose_etcd_binary",
     "find_etcd_binary",
+    "found_binaries",
     "fitting_quota",
 ]

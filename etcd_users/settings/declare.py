@@ -33,9 +33,11 @@ def option(
     parse: Callable[[str, Any], Any] | None = None,
     choices: tuple | None = None,
     secret: bool = False,
+    repeatable: bool = False,
 ) -> Any:
-    """A settings field that is an option; a secret stays out of the settings' repr (and so out of logs)."""
-    declared = Option(flag, default, help, secret=secret, choices=choices, parse=parse)
+    """A settings field that is an option; a secret stays out of the settings' repr (and so out of logs); a repeatable
+    one is given once per value, and ``parse`` gets their list (empty when none is given)."""
+    declared = Option(flag, default, help, secret=secret, choices=choices, parse=parse, repeatable=repeatable)
     return field(metadata={OPTION: declared}, repr=not secret)
 
 
@@ -79,6 +81,10 @@ def read(declared: Option, namespace: argparse.Namespace) -> Any:
     A namespace made before an option existed (a saved web UI form, a test's) has no value for it: the default.
     """
     value = vars(namespace).get(declared.dest, declared.default)
+    if declared.repeatable:
+        value = [] if not value else [value] if isinstance(value, str) else list(value)
+        for each in value:
+            _check_text(declared, each)
     if isinstance(value, str):
         _check_text(declared, value)
     if isinstance(value, float) and not math.isfinite(value):  # nan passes every comparison a bound makes

@@ -3,7 +3,16 @@
 from dataclasses import dataclass
 
 from etcd_users.disruptions.action_table import help_text, markdown_table, names, said
-from etcd_users.disruptions.schedule import ALLOWED_FLAG, EXAMPLE, FLAG, Disruption, ScheduleError, parse_schedule
+from etcd_users.disruptions.command_grammar import check_commands, parse_commands
+from etcd_users.disruptions.schedule import (
+    ALLOWED_FLAG,
+    COMMAND_FLAG,
+    EXAMPLE,
+    FLAG,
+    Disruption,
+    ScheduleError,
+    parse_schedule,
+)
 from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch
 
 
@@ -14,10 +23,20 @@ def _schedule(flag: str, text: str) -> tuple[Disruption, ...]:
         raise SettingsError(str(error)) from None
 
 
+def _commands(flag: str, values: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    try:
+        return parse_commands(flag, values)
+    except ScheduleError as error:
+        raise SettingsError(str(error)) from None
+
+
 @dataclass(frozen=True, kw_only=True)
 class DisruptionSettings(OptionGroup):
     TITLE = "etcd disruptions"
-    DESCRIPTION = "Defragment, move the leader, snapshot, compact, kill or freeze members at set times during the run"
+    DESCRIPTION = (
+        "Defragment, move the leader, snapshot, compact, kill or freeze members, or run commands of your own, at set "
+        "times during the run"
+    )
     REFERENCE = f"The actions of `{FLAG}`:\n\n{markdown_table()}"
 
     schedule: tuple[Disruption, ...] = option(
@@ -32,9 +51,31 @@ class DisruptionSettings(OptionGroup):
         ALLOWED_FLAG,
         False,
         f"Allow {FLAG} on endpoints the tool did not start (--etcd-endpoints): "
-        f"{said(names(local_only=False), 'and')} act on that cluster as a whole.",
+        f"{said(names(local_only=False, outside=False), 'and')} act on that cluster as a whole. exec, a command of "
+        "your own, needs it on any cluster.",
         parse=switch,
     )
+    commands: tuple[tuple[str, tuple[str, ...]], ...] = option(
+        COMMAND_FLAG,
+        "",
+        f"NAME=COMMAND, once per command, for {FLAG}'s exec:NAME@TIME[+TIMEOUT]: split like a shell's words, run "
+        "without a shell (sh -c '…' for one) on the master, ETCDCTL_ENDPOINTS set to the run's endpoints unless set.",
+        parse=_commands,
+        repeatable=True,
+    )
+
+    @classmethod
+    def build(cls, values, namespace, **context):
+        settings = cls(**values)
+        try:
+            check_commands(settings.schedule, settings.commands)
+        except ScheduleError as error:
+            raise SettingsError(str(error)) from None
+        return settings
+
+    def command(self, name: str) -> tuple[str, ...]:
+        """The words of the command ``name``."""
+        return dict(self.commands)[name]
 
     @property
     def items(self) -> tuple[str, ...]:

@@ -227,7 +227,7 @@ def test_command_line_prints_endpoints_and_stops_on_ctrl_c(tmp_path):
     assert not data_dir.exists()
     assert not any(answers(endpoint) for endpoint in endpoints)
     [status_line] = stderr_lines((tmp_path / "stderr").read_text())
-    assert status_line.startswith("etcd: 3 member(s) healthy in ")
+    assert re.match(r"etcd 3\.\d+\.\d+ \(/\S+/etcd\): 3 member\(s\) healthy in ", status_line), status_line
 
 
 def test_members_die_with_the_python_process(tmp_path):

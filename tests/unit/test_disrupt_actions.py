@@ -23,6 +23,9 @@ def test_each_action_has_a_function_the_runner_can_call(name):
     parameters = list(inspect.signature(function).parameters)
     if action.local_only:  # a signal to the local etcd's process, in the runner's greenlet
         assert parameters == ["cluster", "statuses", "disruption", "done"] and not inspect.iscoroutinefunction(function)
+    elif action.outside:  # a command of the user's, in the runner's greenlet
+        assert parameters == ["command", "endpoints", "disruption", "done"]
+        assert not inspect.iscoroutinefunction(function)
     else:  # a coroutine on the master's own connections
         assert parameters == ["pool", "disruption", "done"] and inspect.iscoroutinefunction(function)
 

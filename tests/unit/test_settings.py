@@ -172,7 +172,11 @@ BAD_OPTIONS = [
     bad("etcd_endpoints", "http://[::1", "--etcd-endpoints: 'http://[::1' is not a client URL"),
     bad("etcd_endpoints", "http://" + LONG, f"--etcd-endpoints: {shown('http://' + LONG)} is not a client URL"),
     bad("etcd_endpoints", "http://\udcff:1", "--etcd-endpoints: 'http://\\udcff:1' is not UTF-8 text"),
+    bad("etcd_disrupt_command", ["ls -l"], "--etcd-disrupt-command: 'ls -l' has no NAME= before its command; "
+        "expected NAME=COMMAND"),
     bad("etcd_local_members", 2, "--etcd-local-members: 2 is not one of: 1, 3"),
+    bad("etcd_local_binary", "etcd", "--etcd-local-binary: 'etcd' is neither a path nor a version; give the path of "
+        "an etcd binary (with a '/', e.g. /usr/bin/etcd) or a version such as 3.4"),
     bad("etcd_target", "follower", "--etcd-target: 'follower' is not one of: round-robin, leader"),
     bad("etcd_target", LONG, f"--etcd-target: {SHORT_LONG} is not one of: round-robin, leader"),
     bad("etcd_conns", 0, "--etcd-conns: 0 must be greater than zero"),
