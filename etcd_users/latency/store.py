@@ -9,6 +9,10 @@ files. Seconds merged into a window that is open (``windows``: a load shape's le
 merged into that window's histograms.
 
 ``Count`` includes failures (as Locust's request count does); failures have no latency.
+
+Each success also notes its 10 ms slot when it differs from the key's last (``etcd_users.latency.timeline``): with
+``fine`` set (a run with ``--etcd-disrupt``) a closed second also yields its success slots, 100 ms histograms and
+timed failures, shipped with the report and merged into ``timeline`` on the master.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
 from etcd_users.files import AGGREGATED, INTENDED, LATENCY_SUMMARY_PERCENTILES, SERVICE
+from etcd_users.latency import timeline
+from etcd_users.latency.timeline import Timeline
 from etcd_users.latency.windows import Windows
 
 logger = logging.getLogger(__name__)
@@ -83,6 +89,8 @@ class LatencyStore:
         # told of each second of each key as it is merged (histogram or None, failures): the live exporter's window,
         # the disruptions' cost
         self.merged_listeners: list[Callable[[int, Key, HdrHistogram | None, int], None]] = []
+        self.fine = False  # record the timeline's parts (set per run: a run with --etcd-disrupt)
+        self.timeline: Timeline | None = None  # the merged timeline, on a master or single process that keeps one
         self.reset()
 
     # -- recording (hot path) --
@@ -106,6 +114,9 @@ class LatencyStore:
         self.last_request = now
         if exception is not None:
             self._count_failure(request_type, name, context)
+            sent = now - response_time / 1000.0 if response_time else now
+            timed = (name, str(exception), timeline.slot_of(sent), timeline.slot_of(now))
+            self._open_timed_failures[timed] = self._open_timed_failures.get(timed, 0) + 1
             return
         if response_time is None:
             return  # Locust allows a request without a response time; it has no latency to count
@@ -114,6 +125,13 @@ class LatencyStore:
         if latencies is None:
             latencies = self._open[key] = []
         latencies.append(response_time)
+        slot = int(now * 100)  # timeline.SLOTS_PER_S, inlined: this runs for every request
+        if self._last_slot.get(key) != slot:
+            self._last_slot[key] = slot
+            marks = self._open_marks.get(key)
+            if marks is None:
+                marks = self._open_marks[key] = []
+            marks.append((slot, len(latencies) - 1))
         if context and INTENDED_CONTEXT_KEY in context:
             self._record_intended(request_type, name, context[INTENDED_CONTEXT_KEY])
 
@@ -136,11 +154,15 @@ class LatencyStore:
         """Close the recorded second (or the part of it recorded so far) and continue in ``second``."""
         if self._open or self._open_failures:
             histograms = {key: hdr.histogram_of(latencies) for key, latencies in self._open.items()}
-            self._closed.append((self._open_second, histograms, self._open_failures))
+            part = None
+            if self.fine:
+                part = timeline.second_part(self._open, self._open_marks, self._open_timed_failures)
+            self._closed.append((self._open_second, histograms, self._open_failures, part))
             self._open, self._open_failures = {}, {}
+            self._open_marks, self._open_timed_failures, self._last_slot = {}, {}, {}
         self._open_second = second
 
-    def _take_closed(self) -> list[tuple[int, dict[Key, HdrHistogram], dict[Key, int]]]:
+    def _take_closed(self) -> list[tuple[int, dict[Key, HdrHistogram], dict[Key, int], dict | None]]:
         self._roll(self._open_second)
         closed, self._closed = self._closed, []
         return closed
@@ -151,15 +173,19 @@ class LatencyStore:
         """Everything recorded since the last export, encoded for the master; forgets it."""
         intervals = []
         failures = []
-        for second, histograms, failure_counts in self._take_closed():
+        parts = []
+        for second, histograms, failure_counts, part in self._take_closed():
             for key, histogram in histograms.items():
                 intervals.append([second, *key, histogram.encode().decode("ascii")])
             for key, count in failure_counts.items():
                 failures.append([second, *key, count])
+            if part is not None:
+                parts.append(part)
         # "at": everything recorded before it is in this report (the master's judge waits for a report past a window)
         return {
             "intervals": intervals,
             "failures": failures,
+            "timeline": parts,
             "first": self.first_request,
             "last": self.last_request,
             "at": _now(),
@@ -178,14 +204,19 @@ class LatencyStore:
             self._add_interval(second, (request_type, name, series), HdrHistogram.decode(payload))
         for second, request_type, name, series, count in report.get("failures", ()):
             self._add_failures(second, (request_type, name, series), count)
+        if self.timeline is not None:
+            for part in report.get("timeline", ()):
+                self.timeline.add(part)
 
     def fold_recorded(self) -> None:
         """Fold this process's own recorded seconds into the run's histograms (a master's or single process's)."""
-        for second, histograms, failure_counts in self._take_closed():
+        for second, histograms, failure_counts, part in self._take_closed():
             for key, histogram in histograms.items():
                 self._add_interval(second, key, histogram)
             for key, count in failure_counts.items():
                 self._add_failures(second, key, count)
+            if part is not None and self.timeline is not None:
+                self.timeline.add(part)
 
     def _add_interval(self, second: int, key: Key, histogram: HdrHistogram) -> None:
         if not histogram.total_count:
@@ -262,7 +293,12 @@ class LatencyStore:
         self._open_second = 0
         self._open: dict[Key, list[float]] = {}
         self._open_failures: dict[Key, int] = {}
-        self._closed: list[tuple[int, dict[Key, HdrHistogram], dict[Key, int]]] = []
+        self._closed: list[tuple[int, dict[Key, HdrHistogram], dict[Key, int], dict | None]] = []
+        # the timeline's notes of the open second: per key (10 ms slot, index of its first latency) where a slot began,
+        # the last slot noted, and the failures by (name, label, slot sent, slot ended)
+        self._open_marks: dict[Key, list[tuple[int, int]]] = {}
+        self._last_slot: dict[Key, int] = {}
+        self._open_timed_failures: dict[timeline.FailureKey, int] = {}
         # Merged side: the run's totals, and the seconds not yet written out.
         self._pending: dict[int, dict[Key, HdrHistogram]] = {}
         self._pending_failures: dict[int, dict[Key, int]] = {}
