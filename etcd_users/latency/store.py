@@ -10,7 +10,8 @@ merged into that window's histograms.
 
 ``Count`` includes failures (as Locust's request count does); failures have no latency.
 
-Each success also notes its 10 ms slot when it differs from the key's last (``etcd_users.latency.timeline``): with
+Each success also notes its time, and its 10 ms slot when it differs from the key's last
+(``etcd_users.latency.timeline``): with
 ``fine`` set (a run with ``--etcd-disrupt``) a closed second also yields its success slots, 100 ms histograms and
 timed failures, shipped with the report and merged into ``timeline`` on the master.
 """
@@ -131,7 +132,8 @@ class LatencyStore:
             marks = self._open_marks.get(key)
             if marks is None:
                 marks = self._open_marks[key] = []
-            marks.append((slot, len(latencies) - 1))
+            marks.append((slot, len(latencies) - 1, now, self._last_success.get(key)))
+        self._last_success[key] = now
         if context and INTENDED_CONTEXT_KEY in context:
             self._record_intended(request_type, name, context[INTENDED_CONTEXT_KEY])
 
@@ -156,10 +158,12 @@ class LatencyStore:
             histograms = {key: hdr.histogram_of(latencies) for key, latencies in self._open.items()}
             part = None
             if self.fine:
-                part = timeline.second_part(self._open, self._open_marks, self._open_timed_failures)
+                part = timeline.second_part(
+                    self._open, self._open_marks, self._last_success, self._open_timed_failures
+                )
             self._closed.append((self._open_second, histograms, self._open_failures, part))
             self._open, self._open_failures = {}, {}
-            self._open_marks, self._open_timed_failures, self._last_slot = {}, {}, {}
+            self._open_marks, self._open_timed_failures, self._last_slot, self._last_success = {}, {}, {}, {}
         self._open_second = second
 
     def _take_closed(self) -> list[tuple[int, dict[Key, HdrHistogram], dict[Key, int], dict | None]]:
@@ -294,10 +298,12 @@ class LatencyStore:
         self._open: dict[Key, list[float]] = {}
         self._open_failures: dict[Key, int] = {}
         self._closed: list[tuple[int, dict[Key, HdrHistogram], dict[Key, int], dict | None]] = []
-        # the timeline's notes of the open second: per key (10 ms slot, index of its first latency) where a slot began,
-        # the last slot noted, and the failures by (name, label, slot sent, slot ended)
-        self._open_marks: dict[Key, list[tuple[int, int]]] = {}
+        # the timeline's notes of the open second: per key where a 10 ms slot began (the slot, the index of its first
+        # latency, that success's time, the time of the success before it), the last slot noted, the last success's
+        # time, and the failures by (name, label, slot sent, slot ended)
+        self._open_marks: dict[Key, list[tuple[int, int, float, float | None]]] = {}
         self._last_slot: dict[Key, int] = {}
+        self._last_success: dict[Key, float] = {}
         self._open_timed_failures: dict[timeline.FailureKey, int] = {}
         # Merged side: the run's totals, and the seconds not yet written out.
         self._pending: dict[int, dict[Key, HdrHistogram]] = {}

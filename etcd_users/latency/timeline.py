@@ -2,15 +2,17 @@
 to the millisecond. Pure: no Locust.
 
 The recording side (``LatencyStore.record``) notes, per key, the 10 ms slot of each success's end (unix time × 100,
-whole) only when it differs from the last one noted, with the index of its latency in the second's list; when the
-second closes, ``second_part`` turns that into a report part: the slots that had a success, per request name, and the
-latencies in 100 ms slots ("tenths") as non-zero HDR counts. Failures are counted by request name, etcd's label, and
-the 10 ms slots their request was sent and ended in.
+whole) when it differs from the last one noted, with the index of its latency in the second's list, its time and the
+time of the success before it; when the second closes, ``second_part`` turns that into a report part: per request
+name the slots that had a success with the times of their first and last success (a byte each: their place in the
+slot, to 10/255 ms), and the latencies in 100 ms slots ("tenths") as non-zero HDR counts. Failures are counted by
+request name, etcd's label, and the 10 ms slots their request was sent and ended in.
 
 ``Timeline`` is the merged side (master or single process): the union of every process's success slots per name as
-one byte per 10 ms since the run's first (an hour is 360 KB a name), the tenths' counts of the last ``keep_s`` seconds,
-and the failures of the same seconds. Slots are wall-clock (``time.time()``): across processes their union is exact
-to the slot on one machine; across machines it rests on their clocks' agreement (NTP: a few ms on a LAN).
+three bytes per 10 ms since the run's first (whether, first, last: an hour is about 1 MB a name), the tenths' counts of
+the last ``keep_s`` seconds, and the failures of the same seconds. Times are wall-clock (``time.time()``): across
+processes of one machine their union is exact; across machines it rests on their clocks' agreement (NTP: a few ms on
+a LAN).
 """
 
 from __future__ import annotations
@@ -40,23 +42,41 @@ def tenth_of(unix_time: float) -> int:
     return int(unix_time * SLOTS_PER_S) // SLOTS_PER_TENTH
 
 
+def place_code(unix_time: float, slot: int) -> int:
+    """A time's place inside its slot as one byte, 1-255 (0: no success)."""
+    return 1 + min(254, max(0, int((unix_time * SLOTS_PER_S - slot) * 255)))
+
+
+def place_of(code: int) -> float:
+    """The middle of a ``place_code``'s span, in slots from the slot's start."""
+    return (code - 0.5) / 255
+
+
 # -- the recording side: one closed second into a report part --
 
 
 def second_part(
     latencies: Mapping[Key, Sequence[float]],
-    marks: Mapping[Key, Sequence[tuple[int, int]]],
+    marks: Mapping[Key, Sequence[tuple[int, int, float, float | None]]],
+    last_success: Mapping[Key, float],
     failures: Mapping[FailureKey, int],
 ) -> dict[str, list]:
-    """One second's part of a report: ``marks`` per key are the (10 ms slot, index in ``latencies[key]``) where a
-    new slot began; ``failures`` as the store counted them."""
-    successes: dict[str, set[int]] = {}
+    """One second's part of a report: ``marks`` per key are the (10 ms slot, index in ``latencies[key]``, time of
+    that success, time of the success before it) where a new slot began; ``last_success`` the key's last success's
+    time; ``failures`` as the store counted them."""
+    successes: dict[str, dict[int, list[float]]] = {}  # name -> slot -> [first, last] times
     tenths: list[list[Any]] = []
     for key, key_marks in marks.items():
         name = key[1]
-        successes.setdefault(name, set()).update(slot for slot, _index in key_marks)
+        slots = successes.setdefault(name, {})
+        for number, (slot, _index, first, _before) in enumerate(key_marks):
+            last = key_marks[number + 1][3] if number + 1 < len(key_marks) else last_success[key]
+            if slot in slots:  # another type of the same name
+                slots[slot] = [min(first, slots[slot][0]), max(last, slots[slot][1])]
+            else:
+                slots[slot] = [first, last]
         micros, indexes = hdr.counts_indexes(latencies[key])
-        starts = [(slot // SLOTS_PER_TENTH, index) for slot, index in key_marks]
+        starts = [(slot // SLOTS_PER_TENTH, index) for slot, index, _first, _before in key_marks]
         bounds = [i for i in range(len(starts)) if i == 0 or starts[i][0] != starts[i - 1][0]]
         for number, first in enumerate(bounds):
             tenth, begin = starts[first]
@@ -67,7 +87,15 @@ def second_part(
             span = micros[begin:end]
             tenths.append([tenth, name, values.tolist(), counts.tolist(), int(span.min()), int(span.max())])
     return {
-        "successes": [[name, sorted(slots)] for name, slots in successes.items()],
+        "successes": [
+            [
+                name,
+                sorted(slots),
+                [place_code(slots[slot][0], slot) for slot in sorted(slots)],
+                [place_code(slots[slot][1], slot) for slot in sorted(slots)],
+            ]
+            for name, slots in successes.items()
+        ],
         "tenths": tenths,
         "failures": [[*key, count] for key, count in failures.items()],
     }
@@ -86,21 +114,31 @@ class _Chunk(NamedTuple):
 
 
 class SuccessSlots:
-    """One byte per 10 ms slot from ``origin``: 1 when some process had a success of the name in it."""
+    """Three bytes per 10 ms slot from ``origin``: ``bits`` 1 when some process had a success of the name in it, and
+    the places of the first and last (``place_code``) among every process's."""
 
     def __init__(self, origin: int) -> None:
         self.origin = origin
         self.bits = bytearray()
+        self.first = bytearray()
+        self.last = bytearray()
 
-    def add(self, slots: Iterable[int]) -> None:
-        for slot in slots:
+    def add(self, slots: Iterable[int], firsts: Iterable[int], lasts: Iterable[int]) -> None:
+        for slot, first, last in zip(slots, firsts, lasts, strict=True):
             if slot < self.origin:  # another process's earlier success: grow to the left
-                self.bits[0:0] = bytes(self.origin - slot)
+                for array in (self.bits, self.first, self.last):
+                    array[0:0] = bytes(self.origin - slot)
                 self.origin = slot
             index = slot - self.origin
             if index >= len(self.bits):
-                self.bits.extend(bytes(index + 1 - len(self.bits) + SLOTS_PER_S * 60))  # a minute at a time
-            self.bits[index] = 1
+                more = bytes(index + 1 - len(self.bits) + SLOTS_PER_S * 60)  # a minute at a time
+                for array in (self.bits, self.first, self.last):
+                    array.extend(more)
+            if self.bits[index]:
+                self.first[index] = min(self.first[index], first)
+                self.last[index] = max(self.last[index], last)
+            else:
+                self.bits[index], self.first[index], self.last[index] = 1, first, last
 
     def has(self, slot: int) -> bool:
         index = slot - self.origin
@@ -122,12 +160,12 @@ class Timeline:
 
     def add(self, part: Mapping[str, Any]) -> None:
         """Merge a ``second_part`` from any process."""
-        for name, slots in part.get("successes", ()):
+        for name, slots, firsts, lasts in part.get("successes", ()):
             if slots:
                 bits = self.successes.get(name)
                 if bits is None:
                     bits = self.successes[name] = SuccessSlots(min(slots))
-                bits.add(slots)
+                bits.add(slots, firsts, lasts)
         oldest = self._newest_tenth - self.keep_s * SLOTS_PER_S // SLOTS_PER_TENTH
         for tenth, name, indexes, counts, min_us, max_us in part.get("tenths", ()):
             if tenth < oldest:

@@ -6,58 +6,61 @@ from etcd_users import hdr
 from etcd_users.disruptions.span import longest_silence, span_cost
 from etcd_users.latency import store as store_module
 from etcd_users.latency.store import LatencyStore
-from etcd_users.latency.timeline import Timeline, second_part, slot_of
+from etcd_users.latency.timeline import SLOTS_PER_S, SuccessSlots, Timeline, place_code, second_part, slot_of
 
 PUT = ("etcd", "put", "service")
 
 
-def bits(*slots: int, length: int = 40) -> bytearray:
-    out = bytearray(length)
-    for slot in slots:
-        out[slot] = 1
-    return out
+def successes(*slot_ranges: range) -> SuccessSlots:
+    """Two successes in each slot of ``slot_ranges``: at 0.05 and 0.95 of it."""
+    slots = sorted({slot for slot_range in slot_ranges for slot in slot_range})
+    kept = SuccessSlots(slots[0])
+    firsts = [place_code((slot + 0.05) / SLOTS_PER_S, slot) for slot in slots]
+    lasts = [place_code((slot + 0.95) / SLOTS_PER_S, slot) for slot in slots]
+    kept.add(slots, firsts, lasts)
+    return kept
 
 
-def test_a_steady_stream_has_no_silence():
-    assert longest_silence(bits(*range(40)), 0, 10, 20, 40) == 0
+def silence(kept: SuccessSlots, first: int, last: int, end: int):
+    return pytest.approx(longest_silence(kept, first, last, end), abs=0.01)
+
+
+def test_a_steady_stream_has_only_the_silences_between_its_successes():
+    assert silence(successes(range(40)), 10, 20, 40) == 0.1
 
 
 def test_the_silence_inside_the_span():
-    assert longest_silence(bits(*range(10), 15, *range(20, 40)), 0, 10, 20, 40) == 5  # slots 10-14
+    assert silence(successes(range(10), range(15, 16), range(20, 40)), 10, 20, 40) == 5.1  # 9.95 to 15.05
 
 
 def test_a_silence_that_spans_both_edges_runs_from_the_last_success_before_to_the_first_after():
-    # successes at 0..4 and 30..39; the span 10..20 is inside the silence 5..29
-    assert longest_silence(bits(*range(5), *range(30, 40)), 0, 10, 20, 40) == 25
+    # successes in slots 0..4 and 30..39; the span 10..20 is inside the silence from 4.95 to 30.05
+    assert silence(successes(range(5), range(30, 40)), 10, 20, 40) == 25.1
 
 
 def test_a_silence_that_begins_before_the_span_and_ends_inside_it_counts():
-    assert longest_silence(bits(*range(5), *range(12, 40)), 0, 10, 20, 40) == 7
+    assert silence(successes(range(5), range(12, 40)), 10, 20, 40) == 7.1
 
 
 def test_a_silence_after_the_span_does_not_count():
-    assert longest_silence(bits(*range(25), *range(35, 40)), 0, 10, 20, 40) == 0
-    # a success in the span's last slot ends it: the silence after belongs to nobody's span
-    assert longest_silence(bits(*range(21), *range(35, 40)), 0, 10, 20, 40) == 0
-    assert longest_silence(bits(*range(20), *range(35, 40)), 0, 10, 20, 40) == 15
+    assert silence(successes(range(25), range(35, 40)), 10, 20, 40) == 0.1
+    # a success in the span's last slot ends it: the silence after it is after the span
+    assert silence(successes(range(21), range(35, 40)), 10, 20, 40) == 0.1
+    assert silence(successes(range(20), range(35, 40)), 10, 20, 40) == 15.1
 
 
 def test_a_silence_still_going_runs_to_the_end_of_the_data():
-    assert longest_silence(bits(*range(12)), 0, 10, 20, 30) == 18
-
-
-def test_slots_before_the_first_success_count_from_the_span_only():
-    assert longest_silence(bits(*range(15, 40)), 0, 10, 20, 40) == 5
+    assert silence(successes(range(12)), 10, 20, 30) == 18.05
 
 
 def test_a_span_before_the_name_s_first_success_counts_from_the_span_s_start():
-    # the bits begin at the first success (slot 1000): the span 990..995 came before it
-    assert longest_silence(bits(*range(40)), 1000, 990, 995, 1040) == 10
-    assert longest_silence(bits(*range(40)), 1000, 950, 960, 980) == 30  # no data of the name up to the end
+    assert silence(successes(range(15, 40)), 10, 20, 40) == 5.05
+    assert silence(successes(range(1000, 1040)), 990, 995, 1040) == 10.05
+    assert silence(successes(range(1000, 1040)), 950, 960, 980) == 30  # no data of the name up to the end
 
 
 def test_the_origin_offsets_every_slot():
-    assert longest_silence(bits(*range(5), *range(30, 40)), 1000, 1010, 1020, 1040) == 25
+    assert silence(successes(range(1000, 1005), range(1030, 1040)), 1010, 1020, 1040) == 25.1
 
 
 @pytest.fixture
@@ -88,11 +91,11 @@ def test_processes_whose_successes_interleave_leave_no_silence_in_their_union(re
     alone = Timeline(keep_s=60)
     for part in even:
         alone.add(part)
-    assert span_cost(alone, "put", start + 0.2, start + 0.6, start + 1.0).gap_ms == 10.0
+    assert span_cost(alone, "put", start + 0.2, start + 0.6, start + 1.0).gap_ms == pytest.approx(20.0, abs=0.1)
     merged = Timeline(keep_s=60)
     for part in (*even, *odd):
         merged.add(part)
-    assert span_cost(merged, "put", start + 0.2, start + 0.6, start + 1.0).gap_ms == 0.0
+    assert span_cost(merged, "put", start + 0.2, start + 0.6, start + 1.0).gap_ms == pytest.approx(10.0, abs=0.1)
 
 
 def test_a_freeze_is_the_silence_between_two_processes_successes(recorded):
@@ -103,7 +106,7 @@ def test_a_freeze_is_the_silence_between_two_processes_successes(recorded):
     for part in (*after, *before):  # in any order
         timeline.add(part)
     figures = span_cost(timeline, "put", start + 0.3, start + 0.8, start + 1.0)
-    assert figures.gap_ms == 500.0  # slots 30..79 empty: the last success at 0.299 s (slot 29), the next at 0.8 s
+    assert figures.gap_ms == pytest.approx(501.0, abs=0.1)  # the last success at 0.299 s, the next at 0.8 s
 
 
 def test_the_span_s_latencies_are_those_of_its_100_ms_slots(recorded):
@@ -141,7 +144,13 @@ def test_errors_count_when_their_request_was_out(recorded):
 
 def test_the_merge_is_a_union_of_slots():
     timeline = Timeline()
-    timeline.add(second_part({PUT: [1.0, 1.0]}, {PUT: [(500, 0), (502, 1)]}, {}))
-    timeline.add(second_part({PUT: [1.0]}, {PUT: [(498, 0)]}, {}))  # earlier than the first: grows to the left
-    successes = timeline.successes["put"]
-    assert [slot for slot in range(495, 505) if successes.has(slot)] == [498, 500, 502]
+    marks = {PUT: [(500, 0, 5.001, None), (502, 1, 5.021, 5.002)]}
+    timeline.add(second_part({PUT: [1.0, 1.0, 1.0]}, marks, {PUT: 5.025}, {}))
+    # another process, earlier than the first: grows to the left; and later in slot 500
+    timeline.add(
+        second_part({PUT: [1.0, 1.0]}, {PUT: [(498, 0, 4.981, None), (500, 1, 5.005, 4.981)]}, {PUT: 5.008}, {})
+    )
+    kept = timeline.successes["put"]
+    assert [slot for slot in range(495, 505) if kept.has(slot)] == [498, 500, 502]
+    index = 500 - kept.origin
+    assert (kept.first[index], kept.last[index]) == (place_code(5.001, 500), place_code(5.008, 500))
