@@ -2,7 +2,8 @@
 the run's totals. Pure: no Locust (``recorder`` binds it to Locust's events).
 
 Recording keeps a second's latencies in lists and makes them histograms when the second closes
-(``hdr.histogram_of``): the thread that runs every user pays one list append per request. Workers ship the seconds
+(``hdr.histogram_of``): the thread that runs every user pays two list appends per success (its latency, and its end
+for the timeline). Workers ship the seconds
 closed since their last report (``export_report``); the master merges them (``merge_report``), which gives the same
 figures as one process that saw every request. Merged seconds wait in ``pending`` until they are sealed for the
 files. Seconds merged into a window that is open (``windows``: a load shape's level being judged) are also
@@ -10,10 +11,9 @@ merged into that window's histograms.
 
 ``Count`` includes failures (as Locust's request count does); failures have no latency.
 
-Each success also notes its time, and its 10 ms slot when it differs from the key's last
-(``etcd_users.latency.timeline``): with
-``fine`` set (a run with ``--etcd-disrupt``) a closed second also yields its success slots, 100 ms histograms and
-timed failures, shipped with the report and merged into ``timeline`` on the master.
+With ``fine`` set (a run with ``--etcd-disrupt``) a closed second also yields its part of the timeline
+(``etcd_users.latency.timeline``: its successes' 10 ms slots, 100 ms histograms, timed failures), shipped with the
+report and merged into ``timeline`` on the master.
 """
 
 from __future__ import annotations
@@ -126,14 +126,7 @@ class LatencyStore:
         if latencies is None:
             latencies = self._open[key] = []
         latencies.append(response_time)
-        slot = int(now * 100)  # timeline.SLOTS_PER_S, inlined: this runs for every request
-        if self._last_slot.get(key) != slot:
-            self._last_slot[key] = slot
-            marks = self._open_marks.get(key)
-            if marks is None:
-                marks = self._open_marks[key] = []
-            marks.append((slot, len(latencies) - 1, now, self._last_success.get(key)))
-        self._last_success[key] = now
+        latencies.append(now)  # its end, for the timeline: a service list alternates latency and end
         if context and INTENDED_CONTEXT_KEY in context:
             self._record_intended(request_type, name, context[INTENDED_CONTEXT_KEY])
 
@@ -155,15 +148,16 @@ class LatencyStore:
     def _roll(self, second: int) -> None:
         """Close the recorded second (or the part of it recorded so far) and continue in ``second``."""
         if self._open or self._open_failures:
-            histograms = {key: hdr.histogram_of(latencies) for key, latencies in self._open.items()}
+            histograms = {
+                key: hdr.histogram_of(values[0::2] if key[2] == SERVICE else values)
+                for key, values in self._open.items()
+            }
             part = None
             if self.fine:
-                part = timeline.second_part(
-                    self._open, self._open_marks, self._last_success, self._open_timed_failures
-                )
+                service = {key: values for key, values in self._open.items() if key[2] == SERVICE}
+                part = timeline.second_part(service, self._open_timed_failures)
             self._closed.append((self._open_second, histograms, self._open_failures, part))
-            self._open, self._open_failures = {}, {}
-            self._open_marks, self._open_timed_failures, self._last_slot, self._last_success = {}, {}, {}, {}
+            self._open, self._open_failures, self._open_timed_failures = {}, {}, {}
         self._open_second = second
 
     def _take_closed(self) -> list[tuple[int, dict[Key, HdrHistogram], dict[Key, int], dict | None]]:
@@ -292,18 +286,13 @@ class LatencyStore:
 
     def reset(self) -> None:
         """Forget everything: a new run starts (on a worker, what is left is the previous run's tail)."""
-        # Recording side: the current second (its latencies in ms, made a histogram when it closes), and the
-        # seconds closed since the last fold or report.
+        # Recording side: the current second (its latencies in ms, made a histogram when it closes; a service list
+        # alternates latency and end time), and the seconds closed since the last fold or report.
         self._open_second = 0
         self._open: dict[Key, list[float]] = {}
         self._open_failures: dict[Key, int] = {}
         self._closed: list[tuple[int, dict[Key, HdrHistogram], dict[Key, int], dict | None]] = []
-        # the timeline's notes of the open second: per key where a 10 ms slot began (the slot, the index of its first
-        # latency, that success's time, the time of the success before it), the last slot noted, the last success's
-        # time, and the failures by (name, label, slot sent, slot ended)
-        self._open_marks: dict[Key, list[tuple[int, int, float, float | None]]] = {}
-        self._last_slot: dict[Key, int] = {}
-        self._last_success: dict[Key, float] = {}
+        # the open second's failures by (name, etcd's label, 10 ms slot sent, slot ended), for the timeline
         self._open_timed_failures: dict[timeline.FailureKey, int] = {}
         # Merged side: the run's totals, and the seconds not yet written out.
         self._pending: dict[int, dict[Key, HdrHistogram]] = {}

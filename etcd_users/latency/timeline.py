@@ -1,11 +1,10 @@
 """When each request name succeeded and failed, finer than the per-second histograms: what a disruption's cost reads
 to the millisecond. Pure: no Locust.
 
-The recording side (``LatencyStore.record``) notes, per key, the 10 ms slot of each success's end (unix time × 100,
-whole) when it differs from the last one noted, with the index of its latency in the second's list, its time and the
-time of the success before it; when the second closes, ``second_part`` turns that into a report part: per request
-name the slots that had a success with the times of their first and last success (a byte each: their place in the
-slot, to 10/255 ms), and the latencies in 100 ms slots ("tenths") as non-zero HDR counts. Failures are counted by
+The recording side (``LatencyStore.record``) keeps each success's end time (unix) beside its latency; when the second
+closes, ``second_part`` turns them into a report part: per request name the 10 ms slots (unix time × 100, whole) that
+had a success with the places of their first and last success (a byte each: their place in the slot, to 10/255 ms),
+and the latencies in 100 ms slots ("tenths") as non-zero HDR counts. Failures are counted by
 request name, etcd's label, and the 10 ms slots their request was sent and ended in.
 
 ``Timeline`` is the merged side (master or single process): the union of every process's success slots per name as
@@ -55,47 +54,37 @@ def place_of(code: int) -> float:
 # -- the recording side: one closed second into a report part --
 
 
-def second_part(
-    latencies: Mapping[Key, Sequence[float]],
-    marks: Mapping[Key, Sequence[tuple[int, int, float, float | None]]],
-    last_success: Mapping[Key, float],
-    failures: Mapping[FailureKey, int],
-) -> dict[str, list]:
-    """One second's part of a report: ``marks`` per key are the (10 ms slot, index in ``latencies[key]``, time of
-    that success, time of the success before it) where a new slot began; ``last_success`` the key's last success's
-    time; ``failures`` as the store counted them."""
-    successes: dict[str, dict[int, list[float]]] = {}  # name -> slot -> [first, last] times
+def second_part(recorded: Mapping[Key, Sequence[float]], failures: Mapping[FailureKey, int]) -> dict[str, list]:
+    """One second's part of a report: ``recorded`` per service key alternates each success's latency (ms) and its end
+    (unix time), as the store keeps them; ``failures`` as the store counted them. A few array operations a name."""
+    by_name: dict[str, list[np.ndarray]] = {}
+    for key, values in recorded.items():
+        if len(values):
+            by_name.setdefault(key[1], []).append(np.asarray(values, dtype=np.float64).reshape(-1, 2))
+    successes: list[list[Any]] = []
     tenths: list[list[Any]] = []
-    for key, key_marks in marks.items():
-        name = key[1]
-        slots = successes.setdefault(name, {})
-        for number, (slot, _index, first, _before) in enumerate(key_marks):
-            last = key_marks[number + 1][3] if number + 1 < len(key_marks) else last_success[key]
-            if slot in slots:  # another type of the same name
-                slots[slot] = [min(first, slots[slot][0]), max(last, slots[slot][1])]
-            else:
-                slots[slot] = [first, last]
-        micros, indexes = hdr.counts_indexes(latencies[key])
-        starts = [(slot // SLOTS_PER_TENTH, index) for slot, index, _first, _before in key_marks]
-        bounds = [i for i in range(len(starts)) if i == 0 or starts[i][0] != starts[i - 1][0]]
-        for number, first in enumerate(bounds):
-            tenth, begin = starts[first]
-            end = starts[bounds[number + 1]][1] if number + 1 < len(bounds) else len(indexes)
-            if end <= begin:
-                continue
+    for name, arrays in by_name.items():
+        pairs = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+        ends = pairs[:, 1]
+        slots = np.floor(ends * SLOTS_PER_S).astype(np.int64)
+        order = np.argsort(slots, kind="stable")
+        slots, ends = slots[order], ends[order]
+        micros, indexes = hdr.counts_indexes(pairs[order, 0])
+        starts = np.flatnonzero(np.r_[True, slots[1:] != slots[:-1]])
+        kept = slots[starts]
+        places = (ends * SLOTS_PER_S - slots) * 255
+        firsts = 1 + np.clip(np.minimum.reduceat(places, starts).astype(np.int64), 0, 254)
+        lasts = 1 + np.clip(np.maximum.reduceat(places, starts).astype(np.int64), 0, 254)
+        successes.append([name, kept.tolist(), firsts.tolist(), lasts.tolist()])
+        tenth_of_each = slots // SLOTS_PER_TENTH
+        bounds = [*np.flatnonzero(np.r_[True, tenth_of_each[1:] != tenth_of_each[:-1]]).tolist(), len(slots)]
+        for begin, end in zip(bounds, bounds[1:], strict=False):
             values, counts = np.unique(indexes[begin:end], return_counts=True)
             span = micros[begin:end]
+            tenth = int(tenth_of_each[begin])
             tenths.append([tenth, name, values.tolist(), counts.tolist(), int(span.min()), int(span.max())])
     return {
-        "successes": [
-            [
-                name,
-                sorted(slots),
-                [place_code(slots[slot][0], slot) for slot in sorted(slots)],
-                [place_code(slots[slot][1], slot) for slot in sorted(slots)],
-            ]
-            for name, slots in successes.items()
-        ],
+        "successes": successes,
         "tenths": tenths,
         "failures": [[*key, count] for key, count in failures.items()],
     }

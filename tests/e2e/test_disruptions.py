@@ -37,7 +37,8 @@ def assert_cost_agrees_with_the_exact_files(prefix: Path, window: dict) -> None:
         exact = cost(live["name"], seconds, window["started_at"], window["finished_at"])._asdict()
         assert {key: live[key] for key in COMPARED} == {key: exact[key] for key in COMPARED}, window["item"]
         assert 0 < live["requests"], window["item"]  # the load went on: the window has data of its own
-        assert live["gap_ms"] is not None and live["gap_ms"] <= exact["gap_s"] * 1000 + 1000, window["item"]
+        # a run of N whole seconds without a success is a silence shorter than N + 2 s
+        assert live["gap_ms"] is not None and live["gap_ms"] < (exact["gap_s"] + 2) * 1000, window["item"]
 
 
 def test_a_defrag_of_the_leader_and_a_leader_move_under_load(etcd3, tmp_out):

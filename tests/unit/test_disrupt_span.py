@@ -144,12 +144,10 @@ def test_errors_count_when_their_request_was_out(recorded):
 
 def test_the_merge_is_a_union_of_slots():
     timeline = Timeline()
-    marks = {PUT: [(500, 0, 5.001, None), (502, 1, 5.021, 5.002)]}
-    timeline.add(second_part({PUT: [1.0, 1.0, 1.0]}, marks, {PUT: 5.025}, {}))
-    # another process, earlier than the first: grows to the left; and later in slot 500
-    timeline.add(
-        second_part({PUT: [1.0, 1.0]}, {PUT: [(498, 0, 4.981, None), (500, 1, 5.005, 4.981)]}, {PUT: 5.008}, {})
-    )
+    # latency and end time, alternating, as the store keeps a second's successes
+    timeline.add(second_part({PUT: [1.0, 5.001, 1.0, 5.002, 1.0, 5.021, 1.0, 5.025]}, {}))
+    # another process, earlier than the first (the slots grow to the left), and later inside slot 500
+    timeline.add(second_part({PUT: [1.0, 4.981, 1.0, 5.005, 1.0, 5.008]}, {}))
     kept = timeline.successes["put"]
     assert [slot for slot in range(495, 505) if kept.has(slot)] == [498, 500, 502]
     index = 500 - kept.origin
