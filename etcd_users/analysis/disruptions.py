@@ -131,7 +131,7 @@ NOTES = [
     "a window is its action's span: from its start to its end (whole seconds where the run kept no timeline); "
     "before: the 30 s ending where its first second begins",
     "gap: the longest silence without a successful response overlapping the span, from the last success before it to "
-    "the first after, in 10 ms slots (G ms: between G and G+20 ms); gap (s) the same in seconds",
+    "the first after, to 0.04 ms (a silence under 10 ms inside one 10 ms slot is unseen); gap (s) the same in seconds",
     f"P99/P99.9 during: the successes that ended from the span's start to {TAIL_S:g} s after its end, in 100 ms slots; "
     "requests and errors: those out at some time of it",
     f"recovery: from the action's end to the first second whose P99 is within {RECOVERED_RATIO:g}x of before "
