@@ -19,7 +19,6 @@ is logged with the data there is.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.runners import WorkerRunner
 
 import json
 import logging
@@ -41,6 +40,7 @@ from etcd_users.features import FeatureHooks
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
 from etcd_users.latency.timeline import Timeline
+from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.probe import Probe
@@ -237,12 +237,14 @@ class Disruptions(FeatureHooks):
 
     def on_init(self, environment, runner=None, **_kwargs) -> None:
         plugin = self.tool
-        if isinstance(runner, WorkerRunner) or plugin.run_settings is None:
+        context = run_context(environment)
+        if context.role.is_worker or plugin.run_settings is None:
             return
         try:
             self._check(plugin.run_settings)
         except ScheduleError as error:
             plugin.fail(str(error))
+        context.disruption_windows, context.final_disruption_windows = self.windows, self.final_windows
         self.seconds = RecentSeconds(0)
         plugin.recorder.store.merged_listeners.append(self.seconds.add)
         self.timeline = plugin.recorder.store.timeline = Timeline()
@@ -255,7 +257,7 @@ class Disruptions(FeatureHooks):
         # every process records the timeline's parts of a run with disruptions (workers read the option the master
         # sent them)
         store.fine = bool(getattr(environment.parsed_options, "etcd_disrupt", ""))
-        if isinstance(environment.runner, WorkerRunner) or self.seconds is None:
+        if run_context(environment).role.is_worker or self.seconds is None:
             return
         settings = plugin.run_settings
         if settings is None or not settings.disruptions.schedule:
@@ -283,6 +285,12 @@ class Disruptions(FeatureHooks):
 
     def on_quit(self, **_kwargs) -> None:
         self._stop()
+
+    def windows(self) -> tuple[list[dict], bool]:
+        """The current (or last) run's windows so far, and whether that run is over (the web UI's tab)."""
+        if self.last is None:
+            return [], False
+        return [window.record() for window in self.last.windows], self.run is None
 
     def final_windows(self) -> list[dict]:
         """The last run's windows for its ``disrupt:`` gates, each with its cost: a run still going is stopped first,
