@@ -33,6 +33,25 @@ def histogram_of(latencies_ms: Sequence[float]) -> HdrHistogram:
     histogram = new_histogram()
     if not len(latencies_ms):
         return histogram
+    micros, index = _micros_and_indexes(histogram, latencies_ms)
+    counts = np.ctypeslib.as_array(histogram.counts)
+    counts += np.bincount(index, minlength=histogram.counts_len).astype(counts.dtype)
+    histogram.total_count = len(micros)
+    histogram.min_value = int(micros.min())
+    histogram.max_value = int(micros.max())
+    return histogram
+
+
+_LAYOUT = new_histogram()  # the layout of every histogram of the tool
+
+
+def counts_indexes(latencies_ms: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The whole microseconds of ``latencies_ms`` and each one's index in a histogram's counts, as ``histogram_of``
+    counts them: slices of a second's latencies become small histograms without making full ones."""
+    return _micros_and_indexes(_LAYOUT, latencies_ms)
+
+
+def _micros_and_indexes(histogram: HdrHistogram, latencies_ms: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     micros = np.clip(np.rint(np.asarray(latencies_ms, dtype=np.float64) * 1000.0), LOWEST_US, HIGHEST_US)
     micros = micros.astype(np.int64)
     # hdrh's _counts_index_for on arrays; the bit length of an integer below 2**53 is frexp's exponent, exactly
@@ -40,12 +59,7 @@ def histogram_of(latencies_ms: Sequence[float]) -> HdrHistogram:
     bucket = bit_length - histogram.unit_magnitude - (histogram.sub_bucket_half_count_magnitude + 1)
     sub_bucket = micros >> (bucket + histogram.unit_magnitude)
     index = ((bucket + 1) << histogram.sub_bucket_half_count_magnitude) + sub_bucket - histogram.sub_bucket_half_count
-    counts = np.ctypeslib.as_array(histogram.counts)
-    counts += np.bincount(index, minlength=histogram.counts_len).astype(counts.dtype)
-    histogram.total_count = len(micros)
-    histogram.min_value = int(micros.min())
-    histogram.max_value = int(micros.max())
-    return histogram
+    return micros, index
 
 
 def percentiles_us(histogram: HdrHistogram, percentiles: Iterable[float]) -> list[int]:

@@ -1,8 +1,10 @@
 """The cost of each disruption of a run (``PREFIX_disruptions.json``), from the exact files: the per-second
 histograms of ``PREFIX_latency.hlog`` and the per-second counts of ``PREFIX_latency_history.csv`` (service series),
 measured by ``etcd_users.disruptions.cost`` as the run measured them live, but over every second the run wrote (the
-live line may miss a master's last worker reports). The errors by label are the run's own (Locust keeps no time of
-an error): those counted between the action's start and the moment its window's seconds were in.
+live line may miss a master's last worker reports): the P99 before and the recovery. The span's own figures (the gap
+to 10 ms, P99 and P99.9 of its 100 ms slots, requests and errors by label timed by their request) are the run's, from
+the window's cost in the file: no file keeps data that fine. A run whose windows have none (``gap_ms``) is measured in
+whole seconds.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import pandas as pd
 from etcd_users.analysis.hlog import intervals
 from etcd_users.analysis.load import AnalysisError, Run, optional_json
 from etcd_users.disruptions.cost import RECOVERED_RATIO, Second, cost
+from etcd_users.disruptions.span import TAIL_S
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SERVICE, SUFFIXES, tag_text
 from etcd_users.hdr import add
 
 COLUMNS = (
-    *("run", "disruption", "members", "ok", "started (s)", "lasted (s)", "name", "gap (s)"),
+    *("run", "disruption", "members", "ok", "started (s)", "lasted (s)", "name", "gap (ms)", "gap (s)"),
     *("P99 before (ms)", "P99 during (ms)", "P99 x", "P99.9 before (ms)", "P99.9 during (ms)"),
     *("requests", "errors", "errors by label", "recovery (s)", "result"),
 )
@@ -66,6 +69,9 @@ def per_second(run: Run) -> dict[str, dict[int, Second]]:
     return data
 
 
+SPAN_FIGURES = ("gap_ms", "gap_s", "p99_ms", "p999_ms", "requests", "errors")
+
+
 def _number(value) -> float:
     return math.nan if value is None else float(value)
 
@@ -85,7 +91,10 @@ def measure(run: Run) -> pd.DataFrame | None:
         live = {entry.get("name"): entry for entry in window.get("cost", []) if isinstance(entry, dict)}
         for name, seconds in sorted(data.items()):
             measured = cost(name, seconds, started, finished)
-            labels = live.get(name, {}).get("errors_by_label") or {}
+            spanned = live.get(name, {})
+            labels = spanned.get("errors_by_label") or {}
+            if spanned.get("gap_ms") is not None:  # the span's own figures, as the run measured them
+                measured = measured._replace(**{key: spanned.get(key) for key in SPAN_FIGURES})
             rows.append(
                 {
                     "run": run.label,
@@ -95,6 +104,7 @@ def measure(run: Run) -> pd.DataFrame | None:
                     "started (s)": started - first,
                     "lasted (s)": finished - started,
                     "name": name,
+                    "gap (ms)": _number(measured.gap_ms),
                     "gap (s)": measured.gap_s,
                     "P99 before (ms)": _number(measured.p99_before_ms),
                     "P99 during (ms)": _number(measured.p99_ms),
@@ -114,13 +124,17 @@ def measure(run: Run) -> pd.DataFrame | None:
 
 
 DECIMALS = {
-    **{"started (s)": 1, "lasted (s)": 2, "P99 x": 2, "recovery (s)": 1},
+    **{"started (s)": 1, "lasted (s)": 2, "gap (s)": 3, "P99 x": 2, "recovery (s)": 1},
     **{column: 2 for column in COLUMNS if column.endswith("(ms)")},
 }
 NOTES = [
-    "a window is the whole seconds its action touched (one at least); before: the 30 s ending where it begins",
-    "gap: the longest run of whole seconds without a successful response starting in the window (1 s resolution)",
+    "a window is its action's span: from its start to its end (whole seconds where the run kept no timeline); "
+    "before: the 30 s ending where its first second begins",
+    "gap: the longest silence without a successful response overlapping the span, from the last success before it to "
+    "the first after, to 0.04 ms (a silence under 10 ms inside one 10 ms slot is unseen); gap (s) the same in seconds",
+    f"P99/P99.9 during: the successes that ended from the span's start to {TAIL_S:g} s after its end, in 100 ms slots; "
+    "requests and errors: those out at some time of it",
     f"recovery: from the action's end to the first second whose P99 is within {RECOVERED_RATIO:g}x of before "
     "(empty: none was)",
-    "errors by label: Locust's counts from the action's start until its window's seconds were in",
+    "errors by label: the failures whose request was out during the span and its tail, by etcd's label",
 ]

@@ -1,5 +1,9 @@
-"""What a disruption cost the requests of one name, from per-second data: pure functions, for the live line and the
-analysis alike. No Locust.
+"""What a disruption cost the requests of one name, from per-second data and, when the run kept one, its action's own
+span to 10 ms (``etcd_users.disruptions.span``): pure functions, for the live line and the analysis alike. No Locust.
+
+With the span's figures (``SpanCost``), the gap, P99, P99.9, requests and errors are the span's: a gap in ms
+(``gap_ms``; ``gap_s`` the same in seconds), latencies and errors of the action's own time, not of whole seconds.
+Without them (a run that kept no timeline) they are the whole seconds' below.
 
 The data of a name is a mapping from the unix second T (the interval [T, T+1)) to that second's successes, failures
 and the histogram of the successes' latencies (microseconds), as the exact latency store keeps them. A window is the
@@ -24,6 +28,7 @@ from typing import NamedTuple
 from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
+from etcd_users.disruptions.span import SpanCost
 
 BEFORE_S = 30
 RECOVERED_RATIO = 1.2
@@ -44,7 +49,7 @@ class Cost(NamedTuple):
     """The cost of one window to one request name; latencies in ms, None where the seconds held no success."""
 
     name: str
-    gap_s: int
+    gap_s: float  # whole seconds without a timeline; else gap_ms in seconds
     p99_ms: float | None
     p999_ms: float | None
     p99_before_ms: float | None
@@ -52,6 +57,7 @@ class Cost(NamedTuple):
     requests: int  # during the window, failures included
     errors: int
     recovery_s: float | None
+    gap_ms: float | None = None  # to 10 ms, from the timeline; None without one
 
 
 def window_seconds(started_at: float, finished_at: float) -> range:
@@ -109,9 +115,17 @@ def recovery(data: PerSecond, finished_at: float, p99_before_ms: float | None, l
     return None
 
 
-def cost(name: str, data: PerSecond, started_at: float, finished_at: float, last_second: int | None = None) -> Cost:
+def cost(
+    name: str,
+    data: PerSecond,
+    started_at: float,
+    finished_at: float,
+    last_second: int | None = None,
+    span: SpanCost | None = None,
+) -> Cost:
     """The cost of the window [started_at, finished_at] to ``name`` (``data``: its seconds), looking no further than
-    ``last_second`` (the newest complete second; by default the data's newest)."""
+    ``last_second`` (the newest complete second; by default the data's newest); ``span``: the span's own figures,
+    which replace the whole seconds' gap, latencies and counts."""
     window = window_seconds(started_at, finished_at)
     first = min(data, default=window.start)
     before = range(max(first, before_seconds(started_at).start), window.start)
@@ -120,6 +134,22 @@ def cost(name: str, data: PerSecond, started_at: float, finished_at: float, last
     p99, p999 = percentiles_ms(merged(data, window))
     p99_before, p999_before = percentiles_ms(merged(data, before))
     inside = [data[s] for s in window if s in data]
+    recovered = recovery(data, finished_at, p99_before, last_second)
+    if span is not None:
+        gap_ms = span.gap_ms
+        gap_s = gap_ms / 1000.0 if gap_ms is not None else float(longest_gap(data, window, last_second))
+        return Cost(
+            name,
+            gap_s,
+            span.p99_ms,
+            span.p999_ms,
+            p99_before,
+            p999_before,
+            span.requests,
+            span.errors,
+            recovered,
+            gap_ms,
+        )
     return Cost(
         name,
         longest_gap(data, window, last_second),
@@ -129,7 +159,7 @@ def cost(name: str, data: PerSecond, started_at: float, finished_at: float, last
         p999_before,
         sum(s.successes + s.failures for s in inside),
         sum(s.failures for s in inside),
-        recovery(data, finished_at, p99_before, last_second),
+        recovered,
     )
 
 
@@ -150,8 +180,9 @@ def describe(cost_: Cost, labels: Mapping[str, int] | None = None) -> str:
         if cost_.recovery_s is not None
         else f"P99 not back within {RECOVERED_RATIO:g}x of before"
     )
+    gap = f"{cost_.gap_ms:g} ms" if cost_.gap_ms is not None else f"{cost_.gap_s:g} s"
     return (
-        f"{cost_.name}: longest gap without a success {cost_.gap_s} s, P99 {_ms(cost_.p99_ms)} (before "
+        f"{cost_.name}: longest gap without a success {gap}, P99 {_ms(cost_.p99_ms)} (before "
         f"{_ms(cost_.p99_before_ms)}{ratio}), P99.9 {_ms(cost_.p999_ms)} (before {_ms(cost_.p999_before_ms)}), "
         f"{errors}, {recovered}"
     )

@@ -9,11 +9,13 @@ of its own (``Probe``), never on a worker. Each action is a window: requested, s
 ok, a line of result, the error label when it failed; the windows go to ``PREFIX_disruptions.json`` (with ``--csv
 PREFIX``), rewritten as each window closes and as its cost is known.
 
-The cost, per request name (``etcd_users.disruptions.cost``), comes from the seconds the exact latency store merges:
-once those up to the window's end are in, and again each second until the P99 is back within 1.2x of before or
-``RECOVERY_CAP_S`` have passed, then it is logged, one line per name, with the errors during the window by etcd's label
-(Locust's error counts before and after). At test stop the actions still running are interrupted (a member killed or
-frozen comes back), and the cost of windows still open is logged with the seconds there are.
+The cost, per request name (``etcd_users.disruptions.cost``), comes from the seconds the exact latency store merges
+and from its timeline (``etcd_users.latency.timeline``: every process's successes to 10 ms, latencies in 100 ms
+slots, failures timed by their request), which the span's gap, latencies and errors by etcd's label are read from
+(``etcd_users.disruptions.span``): once the data up to the window's end is in, and again each second until the P99
+is back within 1.2x of before or ``RECOVERY_CAP_S`` have passed, then it is logged, one line per name. At test stop
+the actions still running are interrupted (a member killed or frozen comes back), and the cost of windows still open
+is logged with the data there is.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -30,12 +32,14 @@ import gevent.pool
 import grpc
 
 from etcd_users.disruptions import cost as costs
+from etcd_users.disruptions import span
 from etcd_users.disruptions.action_table import ACTIONS
 from etcd_users.disruptions.actions import ActionError, Done, member_statuses
 from etcd_users.disruptions.schedule import Disruption, ScheduleError, check_allowed
 from etcd_users.features import FeatureHooks
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
+from etcd_users.latency.timeline import Timeline
 from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
@@ -69,7 +73,6 @@ class Window:
     result: str = ""
     error: str = ""
     cost: list[dict] = field(default_factory=list)
-    errors_before: dict[tuple[str, str], int] = field(default_factory=dict)  # Locust's, when the action started
 
     def record(self) -> dict:
         return {
@@ -89,12 +92,15 @@ class Window:
 class DisruptionRun:
     """The schedule of one run, from its test start to its test stop."""
 
-    def __init__(self, environment, settings: EtcdSettings, cluster, recorder, seconds: RecentSeconds) -> None:
+    def __init__(
+        self, environment, settings: EtcdSettings, cluster, recorder, seconds: RecentSeconds, timeline: Timeline
+    ) -> None:
         self.environment = environment
         self.settings = settings
         self.cluster = cluster  # the local etcd, or None
         self.recorder = recorder
         self.seconds = seconds
+        self.timeline = timeline
         self.probe = Probe(settings)
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         self.path = disruptions_file(prefix) if prefix else None
@@ -117,7 +123,6 @@ class DisruptionRun:
     def _act(self, window: Window) -> None:
         disruption = window.disruption
         done = Done()
-        window.errors_before = self._errors()
         try:
             action = ACTIONS[disruption.action]
             act = action.load()
@@ -156,47 +161,38 @@ class DisruptionRun:
 
     # -- the cost --
 
-    def _last_complete_second(self) -> int | None:
-        covered = self.recorder.covered_until()
-        return None if covered is None else math.floor(covered) - 1
-
     def _watch_cost(self, window: Window) -> None:
-        """Wait for the seconds up to the window's end, then until the P99 is back or the cap; log the cost."""
-        end = math.floor(window.finished_at)
-        errors_after = None
+        """Wait for the data up to the window's end (and its tail), then until the P99 is back or the cap; log the
+        cost."""
+        end = math.floor(window.finished_at + span.TAIL_S)
         while True:
             gevent.sleep(COST_POLL_S)
-            last = self._last_complete_second()
-            if last is None or last < end:
+            covered = self.recorder.covered_until()
+            if covered is None or math.floor(covered) - 1 < end:
                 continue
-            if errors_after is None:  # the errors of the window's seconds, not of the recovery's
-                errors_after = self._errors()
-            measured = self._cost(window, last)
-            if all(c.recovery_s is not None or c.p99_before_ms is None for c in measured) or (
+            measured = self._cost(window, covered)
+            last = math.floor(covered) - 1
+            if all(c.recovery_s is not None or c.p99_before_ms is None for c, _ in measured) or (
                 last >= end + RECOVERY_CAP_S
             ):
-                self._log_cost(window, measured, errors_after)
+                self._log_cost(window, measured)
                 return
 
-    def _cost(self, window: Window, last: int | None) -> list[costs.Cost]:
-        return [
-            costs.cost(name, _seconds(self.seconds, name), window.started_at, window.finished_at, last)
-            for name in self.seconds.names()
-        ]
+    def _cost(self, window: Window, covered: float | None) -> list[tuple[costs.Cost, dict[str, int]]]:
+        """Each name's cost and its errors by etcd's label, from the data in up to ``covered`` (unix time)."""
+        last = None if covered is None else math.floor(covered) - 1
+        covered = time.time() if covered is None else covered
+        measured = []
+        for name in sorted(set(self.seconds.names()) | set(self.timeline.names())):
+            spanned = span.span_cost(self.timeline, name, window.started_at, window.finished_at, covered)
+            seconds = _seconds(self.seconds, name)
+            each = costs.cost(name, seconds, window.started_at, window.finished_at, last, spanned)
+            measured.append((each, spanned.errors_by_label))
+        return measured
 
-    def _errors(self) -> dict[tuple[str, str], int]:
-        """Locust's error counts so far, by request name and etcd's label."""
-        return {(e.name, str(e.error)): e.occurrences for e in self.environment.stats.errors.values()}
-
-    def _log_cost(self, window: Window, measured: list[costs.Cost], errors_after) -> None:
-        errors_before = window.errors_before
+    def _log_cost(self, window: Window, measured: list[tuple[costs.Cost, dict[str, int]]]) -> None:
         window.cost = []
-        for each in measured:
-            labels = {
-                label: count - errors_before.get((name, label), 0)
-                for (name, label), count in errors_after.items()
-                if name == each.name and count > errors_before.get((name, label), 0)
-            }
+        for each, labels in measured:
             logger.info("disruption %s cost: %s", window.disruption.text, costs.describe(each, labels))
             window.cost.append({**each._asdict(), "errors_by_label": labels})
         self._write()
@@ -220,11 +216,10 @@ class DisruptionRun:
         if self._scheduler is not None:
             self._scheduler.kill(block=True)
         self._greenlets.kill(block=True, timeout=30)
-        self.recorder.collect()
-        last = self._last_complete_second()
+        covered = self.recorder.covered_until()
         for window in self.windows:
             if window.finished_at is not None and not window.cost:
-                self._log_cost(window, self._cost(window, last), self._errors())
+                self._log_cost(window, self._cost(window, covered))
         self.probe.close()
         self._write()
 
@@ -237,6 +232,7 @@ class Disruptions(FeatureHooks):
         self.run: DisruptionRun | None = None
         self.last: DisruptionRun | None = None  # the current or last run, whose windows the gates judge at quitting
         self.seconds: RecentSeconds | None = None
+        self.timeline: Timeline | None = None
 
     def _check(self, settings: EtcdSettings) -> None:
         local = self.tool.target.local
@@ -255,15 +251,21 @@ class Disruptions(FeatureHooks):
         context.disruption_windows, context.final_disruption_windows = self.windows, self.final_windows
         self.seconds = RecentSeconds(0)
         plugin.recorder.store.merged_listeners.append(self.seconds.add)
+        self.timeline = plugin.recorder.store.timeline = Timeline()
 
     def on_test_start(self, environment, **_kwargs) -> None:
         plugin = self.tool
         self._stop()
         self.last = None
+        store = plugin.recorder.store
+        # every process records the timeline's parts of a run with disruptions (workers read the option the master
+        # sent them)
+        store.fine = bool(getattr(environment.parsed_options, "etcd_disrupt", ""))
         if run_context(environment).role.is_worker or self.seconds is None:
             return
         settings = plugin.run_settings
         if settings is None or not settings.disruptions.schedule:
+            store.fine = False
             return
         try:
             self._check(settings)  # the web UI's form may bring another schedule
@@ -273,7 +275,12 @@ class Disruptions(FeatureHooks):
             return
         longest = max(d.duration for d in settings.disruptions.schedule)
         self.seconds.keep_s = costs.BEFORE_S + math.ceil(longest) + RECOVERY_CAP_S + KEEP_MARGIN_S
-        self.run = self.last = DisruptionRun(environment, settings, plugin.target.local, plugin.recorder, self.seconds)
+        store.fine = True
+        self.timeline.clear()
+        self.timeline.keep_s = math.ceil(longest) + RECOVERY_CAP_S + KEEP_MARGIN_S
+        self.run = self.last = DisruptionRun(
+            environment, settings, plugin.target.local, plugin.recorder, self.seconds, self.timeline
+        )
         self.run.start()
         logger.info("disruptions: %s (from the test start)", ", ".join(d.text for d in settings.disruptions.schedule))
 

@@ -2,13 +2,18 @@
 the run's totals. Pure: no Locust (``recorder`` binds it to Locust's events).
 
 Recording keeps a second's latencies in lists and makes them histograms when the second closes
-(``hdr.histogram_of``): the thread that runs every user pays one list append per request. Workers ship the seconds
+(``hdr.histogram_of``): the thread that runs every user pays two list appends per success (its latency, and its end
+for the timeline). Workers ship the seconds
 closed since their last report (``export_report``); the master merges them (``merge_report``), which gives the same
 figures as one process that saw every request. Merged seconds wait in ``pending`` until they are sealed for the
 files. Seconds merged into a window that is open (``windows``: a load shape's level being judged) are also
 merged into that window's histograms.
 
 ``Count`` includes failures (as Locust's request count does); failures have no latency.
+
+With ``fine`` set (a run with ``--etcd-disrupt``) a closed second also yields its part of the timeline
+(``etcd_users.latency.timeline``: its successes' 10 ms slots, 100 ms histograms, timed failures), shipped with the
+report and merged into ``timeline`` on the master.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
 from etcd_users.files import AGGREGATED, INTENDED, LATENCY_SUMMARY_PERCENTILES, SERVICE
+from etcd_users.latency import timeline
+from etcd_users.latency.timeline import Timeline
 from etcd_users.latency.windows import Windows
 
 logger = logging.getLogger(__name__)
@@ -83,6 +90,8 @@ class LatencyStore:
         # told of each second of each key as it is merged (histogram or None, failures): the live exporter's window,
         # the disruptions' cost
         self.merged_listeners: list[Callable[[int, Key, HdrHistogram | None, int], None]] = []
+        self.fine = False  # record the timeline's parts (set per run: a run with --etcd-disrupt)
+        self.timeline: Timeline | None = None  # the merged timeline, on a master or single process that keeps one
         self.reset()
 
     # -- recording (hot path) --
@@ -106,6 +115,9 @@ class LatencyStore:
         self.last_request = now
         if exception is not None:
             self._count_failure(request_type, name, context)
+            sent = now - response_time / 1000.0 if response_time else now
+            timed = (name, str(exception), timeline.slot_of(sent), timeline.slot_of(now))
+            self._open_timed_failures[timed] = self._open_timed_failures.get(timed, 0) + 1
             return
         if response_time is None:
             return  # Locust allows a request without a response time; it has no latency to count
@@ -114,6 +126,7 @@ class LatencyStore:
         if latencies is None:
             latencies = self._open[key] = []
         latencies.append(response_time)
+        latencies.append(now)  # its end, for the timeline: a service list alternates latency and end
         if context and INTENDED_CONTEXT_KEY in context:
             self._record_intended(request_type, name, context[INTENDED_CONTEXT_KEY])
 
@@ -135,12 +148,19 @@ class LatencyStore:
     def _roll(self, second: int) -> None:
         """Close the recorded second (or the part of it recorded so far) and continue in ``second``."""
         if self._open or self._open_failures:
-            histograms = {key: hdr.histogram_of(latencies) for key, latencies in self._open.items()}
-            self._closed.append((self._open_second, histograms, self._open_failures))
-            self._open, self._open_failures = {}, {}
+            histograms = {
+                key: hdr.histogram_of(values[0::2] if key[2] == SERVICE else values)
+                for key, values in self._open.items()
+            }
+            part = None
+            if self.fine:
+                service = {key: values for key, values in self._open.items() if key[2] == SERVICE}
+                part = timeline.second_part(service, self._open_timed_failures)
+            self._closed.append((self._open_second, histograms, self._open_failures, part))
+            self._open, self._open_failures, self._open_timed_failures = {}, {}, {}
         self._open_second = second
 
-    def _take_closed(self) -> list[tuple[int, dict[Key, HdrHistogram], dict[Key, int]]]:
+    def _take_closed(self) -> list[tuple[int, dict[Key, HdrHistogram], dict[Key, int], dict | None]]:
         self._roll(self._open_second)
         closed, self._closed = self._closed, []
         return closed
@@ -151,15 +171,19 @@ class LatencyStore:
         """Everything recorded since the last export, encoded for the master; forgets it."""
         intervals = []
         failures = []
-        for second, histograms, failure_counts in self._take_closed():
+        parts = []
+        for second, histograms, failure_counts, part in self._take_closed():
             for key, histogram in histograms.items():
                 intervals.append([second, *key, histogram.encode().decode("ascii")])
             for key, count in failure_counts.items():
                 failures.append([second, *key, count])
+            if part is not None:
+                parts.append(part)
         # "at": everything recorded before it is in this report (the master's judge waits for a report past a window)
         return {
             "intervals": intervals,
             "failures": failures,
+            "timeline": parts,
             "first": self.first_request,
             "last": self.last_request,
             "at": _now(),
@@ -178,14 +202,19 @@ class LatencyStore:
             self._add_interval(second, (request_type, name, series), HdrHistogram.decode(payload))
         for second, request_type, name, series, count in report.get("failures", ()):
             self._add_failures(second, (request_type, name, series), count)
+        if self.timeline is not None:
+            for part in report.get("timeline", ()):
+                self.timeline.add(part)
 
     def fold_recorded(self) -> None:
         """Fold this process's own recorded seconds into the run's histograms (a master's or single process's)."""
-        for second, histograms, failure_counts in self._take_closed():
+        for second, histograms, failure_counts, part in self._take_closed():
             for key, histogram in histograms.items():
                 self._add_interval(second, key, histogram)
             for key, count in failure_counts.items():
                 self._add_failures(second, key, count)
+            if part is not None and self.timeline is not None:
+                self.timeline.add(part)
 
     def _add_interval(self, second: int, key: Key, histogram: HdrHistogram) -> None:
         if not histogram.total_count:
@@ -257,12 +286,14 @@ class LatencyStore:
 
     def reset(self) -> None:
         """Forget everything: a new run starts (on a worker, what is left is the previous run's tail)."""
-        # Recording side: the current second (its latencies in ms, made a histogram when it closes), and the
-        # seconds closed since the last fold or report.
+        # Recording side: the current second (its latencies in ms, made a histogram when it closes; a service list
+        # alternates latency and end time), and the seconds closed since the last fold or report.
         self._open_second = 0
         self._open: dict[Key, list[float]] = {}
         self._open_failures: dict[Key, int] = {}
-        self._closed: list[tuple[int, dict[Key, HdrHistogram], dict[Key, int]]] = []
+        self._closed: list[tuple[int, dict[Key, HdrHistogram], dict[Key, int], dict | None]] = []
+        # the open second's failures by (name, etcd's label, 10 ms slot sent, slot ended), for the timeline
+        self._open_timed_failures: dict[timeline.FailureKey, int] = {}
         # Merged side: the run's totals, and the seconds not yet written out.
         self._pending: dict[int, dict[Key, HdrHistogram]] = {}
         self._pending_failures: dict[int, dict[Key, int]] = {}

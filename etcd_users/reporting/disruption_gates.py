@@ -59,8 +59,9 @@ def _errors(gate: Gate, item: str, costs: list[dict]) -> Result:
 
 def _in_unit(gate: Gate, entry: dict) -> float | None:
     """The entry's gap or percentile in the gate's unit; None when the window held no success of that name."""
-    if gate.metric == "gap":
-        micros = float(entry.get("gap_s") or 0) * 1_000_000
+    if gate.metric == "gap":  # to 10 ms where the run kept its timeline, else whole seconds
+        gap_ms = entry.get("gap_ms")
+        micros = float(gap_ms) * 1000 if gap_ms is not None else float(entry.get("gap_s") or 0) * 1_000_000
     else:
         millis = entry.get(_PERCENTILE_KEYS[gate.percentile])
         if millis is None:

@@ -199,7 +199,9 @@ def disruption_rows(items: tuple[str, ...], windows: list[dict], over: bool) -> 
             state = "done" if window.get("ok") else "failed"
         if costs:
             cost = "; ".join(
-                describe(Cost(**{key: entry[key] for key in Cost._fields}), entry.get("errors_by_label"))
+                describe(
+                    Cost(**{key: entry[key] for key in Cost._fields if key in entry}), entry.get("errors_by_label")
+                )
                 for entry in costs
             )
         elif state in ("running", "done", "failed"):

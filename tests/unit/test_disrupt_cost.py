@@ -4,6 +4,7 @@ import pytest
 
 from etcd_users import hdr
 from etcd_users.disruptions.cost import Second, cost, describe, longest_gap, recovery, window_seconds
+from etcd_users.disruptions.span import SpanCost
 
 
 def second(latencies_ms: list[float], failures: int = 0) -> Second:
@@ -81,3 +82,21 @@ def test_the_line_says_it_all():
         "put: longest gap without a success 0 s, P99 4.00 ms (before 1.00 ms, 4.0x), P99.9 4.00 ms (before 1.00 ms), "
         "2 errors of 102 requests (etcdserver: leader changed ×2), P99 within 1.2x of before 0.7 s after the end"
     )
+
+
+def test_the_span_s_figures_replace_the_whole_seconds_and_the_before_stays():
+    data = steady(0, 40)
+    data[20] = second([1.0] * 90 + [4.0] * 10, failures=2)
+    span = SpanCost(12.34, 4.0, 4.0, 12, 2, {"raft proposal dropped": 2})
+    measured = cost("put", data, 20.1, 20.3, span=span)
+    assert (measured.gap_ms, measured.gap_s, measured.p99_ms, measured.requests, measured.errors) == (
+        12.34,
+        pytest.approx(0.01234),
+        4.0,
+        12,
+        2,
+    )
+    assert measured.p99_before_ms == cost("put", data, 20.1, 20.3).p99_before_ms  # still the 30 s before
+    line = describe(measured, span.errors_by_label)
+    assert line.startswith("put: longest gap without a success 12.34 ms, P99 4.00 ms (before 1.00 ms, 4.0x)")
+    assert "2 errors of 12 requests (raft proposal dropped ×2)" in line

@@ -135,6 +135,14 @@ def test_without_a_name_the_worst_name_is_judged_and_named():
     assert lines("disrupt:gap<1500ms")[1] == "SLA disrupt move-leader:follower@25s gap < 1500ms: 3000ms (put) FAIL"
 
 
+def test_a_gap_to_the_10_ms_is_judged_in_the_gate_s_unit():
+    timed = {**MOVE, "cost": [{**entry("put", 0, 43.74, 45.73, 313, 7), "gap_s": 0.12, "gap_ms": 120.0}]}
+    assert lines("disrupt:gap<1ms,disrupt:gap<0.5s", items=ITEMS[1:], windows=[timed]) == [
+        "SLA disrupt move-leader:follower@25s gap < 1ms: 120ms (put) FAIL",
+        "SLA disrupt move-leader:follower@25s gap < 0.5s: 0.12s (put) PASS",
+    ]
+
+
 def test_errors_are_counted_per_name_or_over_every_name():
     assert lines("disrupt:errors<1%,disrupt:put:errors<5") == [
         "SLA disrupt defrag:leader@15s errors < 1%: 0.000% (0 of 200) PASS",
