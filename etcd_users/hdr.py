@@ -30,11 +30,22 @@ def histogram_of(latencies_ms: Sequence[float]) -> HdrHistogram:
     Recording each request as it comes costs about a microsecond of Python on the thread that runs every user; a
     second's latencies are kept in a list instead and counted here once, when the second closes.
     """
-    histogram = new_histogram()
     if not len(latencies_ms):
-        return histogram
+        return new_histogram()
     micros = np.clip(np.rint(np.asarray(latencies_ms, dtype=np.float64) * 1000.0), LOWEST_US, HIGHEST_US)
-    micros = micros.astype(np.int64)
+    return _counted(micros.astype(np.int64))
+
+
+def histogram_of_counts(values: Sequence[int]) -> HdrHistogram:
+    """Whole numbers from 0 (revisions, microseconds that may be 0) in one histogram, as ``histogram_of`` counts
+    latencies; values above the histogram's range are clamped to it."""
+    if not len(values):
+        return new_histogram()
+    return _counted(np.clip(np.asarray(values, dtype=np.int64), 0, HIGHEST_US))
+
+
+def _counted(micros: np.ndarray) -> HdrHistogram:
+    histogram = new_histogram()
     # hdrh's _counts_index_for on arrays; the bit length of an integer below 2**53 is frexp's exponent, exactly
     bit_length = np.frexp((micros | histogram.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)
     bucket = bit_length - histogram.unit_magnitude - (histogram.sub_bucket_half_count_magnitude + 1)

@@ -21,6 +21,7 @@ import gevent
 import greenlet
 
 from etcd_users import collector, exit_code, open_files, session
+from etcd_users.audit.run import AuditRun
 from etcd_users.disruptions.runner import Disruptions
 from etcd_users.features import FeatureHooks, add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
@@ -271,7 +272,11 @@ class EtcdPlugin:
         if self.ran and self._judges(environment):
             disruptions = self.feature(Disruptions)
             windows = disruptions.final_windows() if disruptions is not None else []
-            self.verdicts.judge(environment, self.recorder, self.run_settings, shape, windows, self.member_rows or [])
+            audit = self.feature(AuditRun)
+            staleness = audit.staleness(environment) if audit is not None else None
+            self.verdicts.judge(
+                environment, self.recorder, self.run_settings, shape, windows, self.member_rows or [], staleness
+            )
         self.recorder.on_quitting()
         for hooks in self.feature_hooks:  # the workers' last reports are in
             hooks.on_quitting(environment)

@@ -22,6 +22,7 @@ from etcd_users.audit import record
 from etcd_users.audit.hashkv import hash_members
 from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.readback import read_back
+from etcd_users.audit.staleness import MemberStaleness, Staleness
 from etcd_users.audit.verdict import Audit, ProcessAudit
 from etcd_users.exit_code import AUDIT_EXIT_CODE, ExitVerdict
 from etcd_users.features import FeatureHooks
@@ -116,6 +117,21 @@ class AuditRun(FeatureHooks):
         if prefix:
             _write_json(prefix + SUFFIXES["audit"], self.audit.as_json())
 
+    def staleness(self, environment) -> dict[str, MemberStaleness]:
+        """The serializable reads of the run's processes per member, for the ``stale:`` gates (judged before
+        ``on_quitting``: the workers' last reports are in)."""
+        runner = environment.runner
+        if isinstance(runner, MasterRunner):
+            processes = list(self.reports.values())
+        else:
+            if self.mine is None and self.on:
+                self.mine = self._read_back(environment)
+            processes = [self.mine] if self.mine is not None else []
+        total = Staleness()
+        for process in processes:
+            total.add(Staleness.from_report(process.staleness).members)
+        return total.members
+
     def exit_verdict(self, environment) -> ExitVerdict | None:
         if self.audit is None or not self.audit.failed:
             return None
@@ -149,7 +165,15 @@ class AuditRun(FeatureHooks):
             revision, found = current.bridge.run(read_back, current.pool, ledger, first, end)
         except Exception as error:  # etcd refused the read (a member gone, or diverged): said, and the audit fails
             unread = KeyCounts(writes=ledger.writes, deletes=ledger.deletes)
-            return ProcessAudit(process, unread, run.watches, error=error_detail(error))
+            reads = run.reads
+            return ProcessAudit(
+                process,
+                unread,
+                run.watches,
+                error=error_detail(error),
+                reads=reads.counts,
+                staleness=reads.staleness.to_report(),
+            )
         counts = ledger.check(revision, found)
         return ProcessAudit(
             process,
@@ -158,6 +182,8 @@ class AuditRun(FeatureHooks):
             revision,
             time.perf_counter() - started,
             ledger.bytes_per_key(),
+            reads=run.reads.counts,
+            staleness=run.reads.staleness.to_report(),
         )
 
 
