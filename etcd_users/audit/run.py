@@ -1,7 +1,8 @@
 """The audit's life cycle in a run: a record of the acknowledged writes in each process that runs users, from the
 run's start; at its stop each such process reads its keys back (a worker sends its counts with its last report);
 at quitting the master (or single process) hashes every member, sums the counts and judges; at quit it prints the
-line, last, and adds a case to the ``--etcd-junit`` report.
+line, last, and adds a case to the ``--etcd-junit`` report; with ``--csv`` it writes ``PREFIX_audit.json`` and, when
+serializable reads were measured, ``PREFIX_staleness.csv``.
 
 ``AuditRun`` is the feature's hooks (``etcd_users.features``). The plugin calls ``on_quitting`` here once the workers
 have reported and the gates are judged, then ``exit_verdict``: a failed audit makes the exit code 4
@@ -11,6 +12,7 @@ have reported and the gates are judged, then ``exit_verdict``: a failed audit ma
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 from locust.runners import MasterRunner, WorkerRunner
 
+import csv
 import json
 import logging
 import os
@@ -26,7 +28,7 @@ from etcd_users.audit.staleness import MemberStaleness, Staleness
 from etcd_users.audit.verdict import Audit, ProcessAudit
 from etcd_users.exit_code import AUDIT_EXIT_CODE, ExitVerdict
 from etcd_users.features import FeatureHooks
-from etcd_users.files import LOCAL_PROCESS, SUFFIXES
+from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
 from etcd_users.reporting import junit
 from etcd_users.settings import AuditSettings, SettingsError, settings_from_options
 from etcd_users.target_cluster import with_probe
@@ -116,6 +118,9 @@ class AuditRun(FeatureHooks):
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         if prefix:
             _write_json(prefix + SUFFIXES["audit"], self.audit.as_json())
+            rows = self.audit.staleness().rows()
+            if rows:
+                _write_staleness(prefix + SUFFIXES["staleness"], rows)
 
     def staleness(self, environment) -> dict[str, MemberStaleness]:
         """The serializable reads of the run's processes per member, for the ``stale:`` gates (judged before
@@ -185,6 +190,18 @@ class AuditRun(FeatureHooks):
             reads=run.reads.counts,
             staleness=run.reads.staleness.to_report(),
         )
+
+
+def _write_staleness(path: str, rows: list[dict]) -> None:
+    partial = f"{path}.tmp"
+    try:
+        with open(partial, "w", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(STALENESS_COLUMNS)
+            writer.writerows([row[field] for field in STALENESS_FIELDS] for row in rows)
+        os.replace(partial, path)
+    except OSError as error:
+        logger.error("locust-etcd: error: could not write %s: %s", path, error.strerror or error)
 
 
 def _write_json(path: str, data: dict) -> None:

@@ -23,7 +23,7 @@ def judge(gates: Sequence[Gate], members: dict[str, MemberStaleness]) -> list[Re
 def judge_gate(gate: Gate, members: dict[str, MemberStaleness]) -> Result:
     measured = {member: figures for member, figures in members.items() if figures.revisions.total_count}
     if not measured:
-        return Result(gate, None, False, "no figure: no serializable read was measured")
+        return Result(gate, None, False, "no figure: no serializable read was measured against this process's writes")
     revisions = gate.name == STALE_REVISIONS
     values = {}
     for member, figures in measured.items():

@@ -303,6 +303,7 @@ class RunSummary(FeatureHooks):
             "disruptions": run_file("disruptions"),
             "audit": run_file("audit"),
             "skew": run_file("skew"),
+            "staleness": (run_file("audit") or {}).get("staleness") or None,
             "members": member_figures(rows).to_dict() if rows is not None else None,
             "lost_workers": [lost.to_dict() for lost in watch.lost] if watch is not None else [],
             "watch": watchers.summary() if watchers is not None else None,

@@ -58,7 +58,8 @@ def test_a_frozen_follower_delays_its_serializable_reads_without_serving_them_st
     args = (*MIX, "--etcd-prefix", "/reads-frozen/", "--etcd-mix", mix, "--etcd-timeout", "5")
     args += ("--etcd-user-rate", "100", "--etcd-skip-preflight", "EtcdMixedUser")
     with running(LocalCluster(3, name="reads-frozen")) as cluster:
-        follower = next(index for index in range(3) if index != cluster.leader_index())
+        leader = cluster.leader_index()
+        follower = next(index for index in range(3) if index != leader)
         with start_locust(*headless_args(cluster, prefix, *args, users=16, seconds=10), log_dir=tmp_out) as locust:
             deadline = time.monotonic() + 60
             while "All users spawned" not in locust.output()[1]:
@@ -78,7 +79,7 @@ def test_a_frozen_follower_delays_its_serializable_reads_without_serving_them_st
     checked, violations = checked_and_violations(result.stderr)
     assert checked > 100 and violations == 0
     rows = {row["member"]: row for row in json.loads((tmp_out / "run_audit.json").read_text())["staleness"]}
-    print(json.dumps(rows, indent=1))
+    print(f"frozen: {frozen}; leader: {members[leader]}\n" + json.dumps(rows, indent=1))
     assert set(rows) == set(members)
     assert all(row["reads"] > 100 for row in rows.values())
     assert rows[frozen]["ms_max"] < FROZEN_SECONDS * 1000.0 / 2
