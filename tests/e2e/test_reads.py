@@ -12,8 +12,9 @@ import uuid
 import etcd3
 import pytest
 from checks import assert_no_traceback
-from support import headless_args, read_csv_rows, run_locust, running, start_locust
+from support import headless_args, read_csv_rows, run_analysis, run_locust, running, start_locust
 
+from etcd_users.exit_code import SLA_EXIT_CODE
 from etcd_users.local import LocalCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -46,6 +47,27 @@ def test_a_clean_mixed_run_checks_its_linearizable_reads_and_finds_no_violation(
     assert checked > 100 and violations == 0
     record = json.loads((tmp_out / "run_audit.json").read_text())
     assert record["reads"]["checked"] == checked and record["reads"]["violated"] == 0 and record["passed"]
+
+
+def test_the_staleness_of_serializable_reads_is_in_its_file_the_summary_the_analysis_and_the_stale_gates(
+    etcd3, tmp_out
+):
+    prefix = tmp_out / "run"
+    args = (*MIX, "--etcd-prefix", "/reads-stale/", "--etcd-mix", "put:50,range/serializable:50", "--etcd-cleanup")
+    args += ("--etcd-sla", "stale:p99<10s,stale:revisions:max<0", "EtcdMixedUser")
+    result = run_locust(*headless_args(etcd3, prefix, *args, seconds=4), timeout=90)
+    assert_no_traceback(result.stderr)
+    assert result.returncode == SLA_EXIT_CODE, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if "stale " in line and ("PASS" in line or "FAIL" in line)]
+    assert len(lines) == 2 and "PASS" in lines[0] and "FAIL" in lines[1], result.stderr[-3000:]
+    rows = read_csv_rows(f"{prefix}_staleness.csv")
+    members = {endpoint.removeprefix("http://") for endpoint in etcd3.endpoints}
+    assert {row["Member"] for row in rows} == members and all(int(row["Reads"]) > 0 for row in rows)
+    summary = json.loads((tmp_out / "run_summary.json").read_text())
+    assert {row["member"] for row in summary["staleness"]} == members
+    report = run_analysis(prefix)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert "serializable reads behind the newest write acknowledged when sent" in report.stdout
 
 
 def test_a_frozen_follower_delays_its_serializable_reads_without_serving_them_stale(tmp_out):
