@@ -12,7 +12,7 @@ import uuid
 import etcd3
 import pytest
 from checks import assert_no_traceback
-from support import headless_args, read_csv_rows, run_analysis, run_locust, running, start_locust
+from support import free_port, headless_args, read_csv_rows, run_analysis, run_locust, running, start_locust
 
 from etcd_users.exit_code import SLA_EXIT_CODE
 from etcd_users.local import LocalCluster
@@ -70,6 +70,28 @@ def test_the_staleness_of_serializable_reads_is_in_its_file_the_summary_the_anal
     assert report.returncode == 0, report.stderr[-3000:]
     note = next(line for line in report.stdout.splitlines() if "serializable reads behind" in line)
     print(note)
+
+
+def test_two_worker_processes_each_check_their_reads_and_the_master_merges_them(etcd3, tmp_out):
+    prefix = tmp_out / "run"
+    port = str(free_port())
+    mix = "put:40,range/linearizable:30,range/serializable:30"
+    args = (*MIX, "--etcd-prefix", "/reads-workers/", "--etcd-mix", mix, "--etcd-cleanup")
+    args += ("--etcd-sla", "stale:revisions:max<1000000")
+    master = ("--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port)
+    result = run_locust(
+        *headless_args(etcd3, prefix, *args, seconds=4), "--processes", "2", *master, "EtcdMixedUser", timeout=90
+    )
+    assert_no_traceback(result.stdout + result.stderr)
+    assert result.returncode == 0, result.stderr[-3000:]
+    checked, violations = checked_and_violations(result.stderr)
+    print(f"\n{audit_line(result.stderr)}")
+    record = json.loads((tmp_out / "run_audit.json").read_text())
+    workers = record["processes"]
+    assert len(workers) == 2 and all(worker["reads"]["checked"] > 0 for worker in workers)
+    assert checked == sum(worker["reads"]["checked"] for worker in workers) > 100 and violations == 0
+    rows = read_csv_rows(f"{prefix}_staleness.csv")
+    assert sum(int(row["Reads"]) for row in rows) == sum(row["reads"] for row in record["staleness"]) > 100
 
 
 def test_a_frozen_follower_delays_its_serializable_reads_without_serving_them_stale(tmp_out):

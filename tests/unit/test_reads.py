@@ -1,6 +1,9 @@
 """Reads judged against acknowledged writes: linearizability violations, the staleness of serializable reads, their
 merge across processes, the audit's verdict and the stale: gates."""
 
+import re
+
+import pytest
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
 from etcd_users.audit.acknowledged import AcknowledgedWrites
@@ -9,7 +12,7 @@ from etcd_users.audit.reads import EVIDENCE_KEPT, ReadChecks, ReadCounts
 from etcd_users.audit.staleness import Staleness
 from etcd_users.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
 from etcd_users.reporting import stale_gates
-from etcd_users.settings import parse_gates
+from etcd_users.settings import SlaError, parse_gates, request_gates
 
 MEMBER = "127.0.0.1:2379"
 NAME = "range/linearizable"
@@ -155,3 +158,23 @@ def test_stale_gates_judge_the_worst_member_in_time_or_revisions():
     assert results[0].shown.endswith("(b)") and 1499 <= results[0].measured <= 1501
     assert results[1].measured == 80
     assert not stale_gates.judge(gates[:1], {})[0].passed  # nothing measured: no pass
+
+
+def test_stale_gates_take_milliseconds_or_revisions_and_refuse_anything_else_in_one_line():
+    ms, revisions = parse_gates("stale:p99<100ms,stale:revisions:p99<50")
+    assert (ms.label, ms.limit, revisions.label, revisions.limit) == (
+        "stale p99",
+        "< 100ms",
+        "stale revisions p99",
+        "< 50",
+    )
+    assert not request_gates((ms, revisions))  # never judged on requests, a level or a window
+    refusals = {
+        "stale:p99<50": "has no unit",
+        "stale:revisions:p99<5ms": "has the unit 'ms' (revisions take none)",
+        "stale:put:p99<5ms": "judges 'put'",
+        "stale:errors<1%": "asks for errors",
+    }
+    for text, why in refusals.items():
+        with pytest.raises(SlaError, match=re.escape(why)):
+            parse_gates(text)
