@@ -14,12 +14,12 @@ import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users import session
-from etcd_users.audit import record
 from etcd_users.audit.ledger import Ledger
 from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.keys import KeySpace, next_page_key
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
+from etcd_users.run_context import run_context
+from etcd_users.session import Session
 from etcd_users.transport.bridge import CallOutcome
 from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,
@@ -32,7 +32,6 @@ from etcd_users.transport.errors import (
 )
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.streams import KeepAliveStream, WatchFanOut
-from etcd_users.watchers import state as watchers
 
 REQUEST_TYPE = "etcd"
 _OUTAGE_PAUSE = 0.05
@@ -61,7 +60,8 @@ class EtcdClient:
         self.environment = environment
         self._fire = environment.events.request.fire
         self._fire_watch_event = self.watch_reporter("watch/event")  # EtcdWatcherUser's events of this process's puts
-        self._session: session.Session | None = None
+        self._context = run_context(environment)
+        self._session: Session | None = None
         # set by a rate-driven loop: when the request should have been sent (time.perf_counter())
         self.intended_start: float | None = None
         self._keep_alive: KeepAliveStream | None = None
@@ -72,16 +72,16 @@ class EtcdClient:
         self._failure = ""  # the error label of the last call that failed
         # the audit's record of the run (made at its start, before the users): each acknowledged write goes in after
         # its response, on this thread, outside the call's timing
-        self._record = record.current(environment)
+        self._record = self._context.record
         self._ledger = self._record.ledger if self._record is not None else None
         # the reads are judged against the writes acknowledged to this process (etcd_users.audit.reads)
         self._reads = self._record.reads if self._record is not None else None
 
     @property
-    def session(self) -> "session.Session":
+    def session(self) -> Session:
         """The process's connections, key space and settings (made by the first user that needs them)."""
         if self._session is None:
-            self._session = session.current(self.environment)
+            self._session = self._context.session()
         return self._session
 
     @property
@@ -108,9 +108,10 @@ class EtcdClient:
             if self._ledger is not None:
                 self._ledger.put(key, response.header.revision)
                 self._reads.writes.acknowledged(response.header.revision, self._acknowledged)
-            watching = watchers.current.latencies
+            watchers = self._context.watchers
+            watching = watchers.latencies
             if watching is not None:  # this process's watchers' events of this put are timed from its acknowledgement
-                watchers.current.local_writes = True
+                watchers.local_writes = True
                 watching.acknowledged(response.header.revision, self._acknowledged, self._fire_watch_event)
         return response
 

@@ -3,7 +3,8 @@
 ``etcd_users.plugin.install`` walks ``FEATURES`` in order: it registers every group with Locust's parser (the order
 of the help and of the web UI's form) and makes each feature's ``FeatureHooks``, whose methods listen to Locust's
 events after the plugin's own. The core of a run, the connection, the gates, the members' monitoring and the
-exporter, is the plugin's own.
+exporter, is the plugin's own. What one feature leaves for another (the workers lost, the watchers' tally, the
+disruptions' windows) goes on the run's context (``etcd_users.run_context``): no feature looks another's hooks up.
 """
 
 from dataclasses import dataclass
@@ -44,9 +45,6 @@ class Tool(Protocol):
     verdicts: "GateVerdicts"  # the gates' results of the run, judged at quitting
     preflight: "list[MemberReport]"  # the members as the pre-flight found them at start-up
     member_rows: "list[dict] | None"  # the members' polled rows of the current (or last) run; None: not polled
-
-    def feature(self, kind: type) -> "FeatureHooks | None":
-        """The hooks of ``kind`` among the features', once installed; None without them."""
 
     def fail(self, message: str) -> NoReturn:
         """End the process with one line (bad input at start)."""

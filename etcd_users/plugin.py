@@ -8,21 +8,17 @@ are judged here. ``on_quitting`` makes sure of it even when installed later.
 
 from locust import log
 from locust.event import Events
-from locust.runners import MasterRunner, WorkerRunner
 
 import importlib
 import logging
 import signal
 import sys
 import time
-from typing import TypeVar
 
 import gevent
 import greenlet
 
-from etcd_users import collector, exit_code, open_files, session
-from etcd_users.audit.run import AuditRun
-from etcd_users.disruptions.runner import Disruptions
+from etcd_users import collector, exit_code, open_files
 from etcd_users.features import FeatureHooks, add_option_groups, features
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
@@ -38,7 +34,8 @@ from etcd_users.reporting import (
     webui,
 )
 from etcd_users.reporting.verdicts import GateVerdicts
-from etcd_users.run_state import RunState
+from etcd_users.run_context import RunContext, attach, run_context
+from etcd_users.run_monitoring import RunMonitoring
 from etcd_users.settings import EtcdSettings, GateSettings, SettingsError, settings_from_options
 from etcd_users.shapes.protocol import check_on_init, judged_shape, judged_shapes
 from etcd_users.target_cluster import TargetCluster, check_prefix_free, delete_prefix, with_probe
@@ -47,7 +44,6 @@ from etcd_users.transport.errors import EndpointError
 from etcd_users.user_classes import check_class_names, no_class_message, no_class_named
 
 logger = logging.getLogger(__name__)
-Hooks = TypeVar("Hooks", bound=FeatureHooks)
 
 _INSTALLED = "etcd_users_plugin"
 
@@ -104,7 +100,7 @@ class EtcdPlugin:
         self.target = TargetCluster()
         # the master's (or single process's) settings of the current run; workers take theirs from their options
         self.run_settings: EtcdSettings | None = None
-        self.run: RunState | None = None  # the master's (or single process's) current run, from start to stop
+        self.context: RunContext | None = None  # this process's state for its runs, made at init
         self.space_watch: space.SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
         self.feature_hooks: list[FeatureHooks] = []  # FEATURES' own, in their order
@@ -130,6 +126,7 @@ class EtcdPlugin:
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         """Check the options and the cluster before anything runs; bad input ends the process with one line."""
         self.environment = environment
+        context = self.context = attach(environment, runner)  # the process's role, decided here once
         self.recorder.environment = environment
         self.client_cpu.environment = environment
         _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
@@ -137,7 +134,7 @@ class EtcdPlugin:
         for shape in judged_shapes(environment):  # what a shape's live verdicts need from the tool
             shape.recorder, shape.on_breach = self.recorder, self.on_breach
             shape.member_rows = lambda: self.member_rows
-        if not self._has_etcd_options(environment) or isinstance(runner, WorkerRunner):
+        if not self._has_etcd_options(environment) or context.role.is_worker:
             check_on_init(environment)  # a shape's own options, without the tool's etcd ones (not on workers)
             return  # workers take their options from the master when a run starts
         options = environment.parsed_options
@@ -170,7 +167,7 @@ class EtcdPlugin:
         self._show_endpoints_as_host(environment, settings)
         # informs only (versions, db size against quota, fsync P99 under a short burst); never stops the run
         try:
-            is_master = isinstance(runner, MasterRunner)
+            is_master = context.role.is_master
             self.exporter = exporter.start(environment, web_ui, self.recorder, lambda: self.run_settings, is_master)
         except exporter.ExporterError as error:
             self.fail(str(error))
@@ -182,7 +179,7 @@ class EtcdPlugin:
                 self.recorder,
                 lambda: self.run_settings,
                 lambda: self.alarm,
-                lambda: self.feature(Disruptions),
+                lambda: context.disruption_windows(),
             )
 
     # -- a run --
@@ -194,7 +191,8 @@ class EtcdPlugin:
         collector.on_test_start()
         if not self._has_etcd_options(environment):
             return
-        is_worker = isinstance(environment.runner, WorkerRunner)
+        context = run_context(environment)
+        is_worker = context.role.is_worker
         self.ran = self.ran or (environment.runner is not None and not is_worker)
         options = environment.parsed_options
         try:
@@ -216,12 +214,14 @@ class EtcdPlugin:
                 self.tabs.on_test_start()
             self._stop_run()
             local = self.target.local
-            self.run = RunState.start(environment, settings, local.compaction if local is not None else None)
-            self.space_watch = self.run.space_watch
-            self.member_rows = self.run.poller.rows if self.run.poller is not None else None
+            run = context.monitoring = RunMonitoring.start(
+                environment, settings, local.compaction if local is not None else None
+            )
+            self.space_watch = run.space_watch
+            self.member_rows = run.poller.rows if run.poller is not None else None
             if settings.monitoring.profile_on_breach > 0 and not options.csv_prefix:
                 logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
-        session.drop_if_changed(environment, settings)
+        context.drop_session_if_changed(settings)
 
     def on_breach(self, why: str) -> None:
         """A gate failed during the run (the live judging calls this): the members' side, once per run.
@@ -229,10 +229,11 @@ class EtcdPlugin:
         Returns at once; with ``--etcd-profile-on-breach`` and ``--csv`` the capture runs in its own greenlet.
         Only the master or the single process captures: workers see none of the members' side.
         """
-        if self.run is None or self.environment is None:
+        run = self.context.monitoring if self.context is not None else None
+        if run is None or self.environment is None:
             return  # no run of a master or single process: workers see none of the members' side
         busy = self.breach_capture is not None and self.breach_capture.running()  # a previous run's, same directory
-        capture = self.run.capture_breach(why, self.environment.parsed_options.csv_prefix, busy)
+        capture = run.capture_breach(why, self.environment.parsed_options.csv_prefix, busy)
         if capture is not None:
             self.breach_capture = capture
 
@@ -263,24 +264,24 @@ class EtcdPlugin:
         and takes the code set here)."""
         collector.on_test_stop()  # a process that quits without stopping its run: objects are looked up next
         runner = environment.runner
-        if isinstance(runner, MasterRunner) and len(runner.greenlet):
+        role = run_context(environment).role
+        if role.is_master and len(runner.greenlet):
             runner.quit()  # the workers' last reports first (Locust's own listener would do it after this one)
         # a shape judging its levels live (shapes.base.PlannedShape) judges those still waiting, on the final figures
         shape = judged_shape(environment)
-        if shape is not None and not isinstance(runner, WorkerRunner):
+        if shape is not None and role.judges:
             shape.judge_remaining_levels()
         if self.ran and self._judges(environment):
-            disruptions = self.feature(Disruptions)
-            windows = disruptions.final_windows() if disruptions is not None else []
-            audit = self.feature(AuditRun)
-            staleness = audit.staleness(environment) if audit is not None else None
+            context = run_context(environment)
+            windows = context.final_disruption_windows()
+            staleness = context.final_staleness()
             self.verdicts.judge(
                 environment, self.recorder, self.run_settings, shape, windows, self.member_rows or [], staleness
             )
         self.recorder.on_quitting()
         for hooks in self.feature_hooks:  # the workers' last reports are in
             hooks.on_quitting(environment)
-        if not isinstance(runner, WorkerRunner):
+        if role.judges:
             final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
             self._decide_exit_code(environment, shape)
 
@@ -316,7 +317,8 @@ class EtcdPlugin:
         self._stop_run()  # before the clean-up and the local etcd's end
         if not self.etcd:
             return
-        session.close_sessions()
+        if self.context is not None:
+            self.context.close_session()
         if self.run_settings is not None and self.run_settings.cleanup:
             try:
                 delete_prefix(self.run_settings)
@@ -328,7 +330,7 @@ class EtcdPlugin:
     def _end_of_run(self) -> None:
         """After Locust's summary, on a master or single process: _stats.csv completed, the exact table, the files."""
         environment = self.environment
-        if environment is None or isinstance(environment.runner, WorkerRunner):
+        if environment is None or run_context(environment).role.is_worker:
             return
         final_stats.at_quit(environment)
         options = environment.parsed_options
@@ -348,10 +350,6 @@ class EtcdPlugin:
         if not environment.host or environment.host == self.shown_host:
             environment.host = self.shown_host = host
 
-    def feature(self, kind: type[Hooks]) -> Hooks | None:
-        """The hooks of ``kind`` among the features', once installed; None without them."""
-        return next((hooks for hooks in self.feature_hooks if isinstance(hooks, kind)), None)
-
     def _has_etcd_options(self, environment) -> bool:
         return self.etcd and hasattr(environment.parsed_options, "etcd_endpoints")
 
@@ -360,14 +358,15 @@ class EtcdPlugin:
         return (
             environment is not None
             and self._has_etcd_options(environment)
-            and not isinstance(environment.runner, WorkerRunner)
+            and run_context(environment).role.judges
             and self.run_settings is not None
         )
 
     def _stop_run(self) -> None:
-        if self.run is not None:
-            self.run.stop()
-            self.run = None
+        run = self.context.monitoring if self.context is not None else None
+        if run is not None:
+            run.stop()
+            self.context.monitoring = None
 
     def _finish_breach_capture(self) -> None:
         capture = self.breach_capture

@@ -1,10 +1,11 @@
 """A process's session: its settings, key space, bridge and connection pool, opened by its first user.
 
-Each process that runs users opens its own on first use, after Locust has forked (``--processes``); a new run with
-other options (the web UI's form, the master's) opens a new one (``drop_if_changed``).
+Each process that runs users opens its own on first use, after Locust has forked (``--processes``), and keeps it on
+its run's context (``etcd_users.run_context``); a new run with other options (the web UI's form, the master's) opens
+a new one.
 """
 
-from locust.exception import StopUser
+import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import asyncio
 import logging
@@ -14,9 +15,8 @@ import gevent.lock
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.keys import KeySpace
-from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
+from etcd_users.settings import EtcdSettings
 from etcd_users.transport import bridge
-from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import EndpointPool
 
 logger = logging.getLogger(__name__)
@@ -85,45 +85,3 @@ class Session:
 
     def close(self) -> None:
         self.bridge.run(self.pool.close)
-
-
-_sessions: dict[int, Session] = {}
-_last_session_error = [""]
-_session_lock = gevent.lock.Semaphore()
-
-
-def current(environment) -> Session:
-    """This process's session for the environment's current options, opened on first use."""
-    session = _sessions.get(id(environment))
-    if session is None:
-        with _session_lock:
-            session = _sessions.get(id(environment))
-            if session is None:
-                try:
-                    session = Session(settings_from_options(environment.parsed_options))
-                except (SettingsError, EndpointError) as error:
-                    # a worker's users cannot start (the master checked the endpoints, but this process may not
-                    # reach them): one line for the process, not a traceback per user
-                    if str(error) != _last_session_error[0]:
-                        logger.error("locust-etcd: error: %s", error)
-                        _last_session_error[0] = str(error)
-                    raise StopUser() from None
-                _sessions[id(environment)] = session
-    return session
-
-
-def drop_if_changed(environment, settings: EtcdSettings) -> None:
-    """A new run may come with new options: the next user reconnects with them."""
-    session = _sessions.get(id(environment))
-    if session is not None and session.settings != settings:
-        _sessions.pop(id(environment), None)
-        session.close()
-
-
-def close_sessions() -> None:
-    while _sessions:
-        _, session = _sessions.popitem()
-        try:
-            session.close()
-        except Exception as error:  # closing is best effort: the run is over
-            logger.debug("closing etcd connections: %s", error)

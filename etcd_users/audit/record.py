@@ -1,7 +1,7 @@
 """What the audit keeps of the current run in each process that runs users: the acknowledged writes (``Ledger``), the
 watch streams' counts and the checks of the reads (``ReadChecks``). The users' client records into them after each
-response (``etcd_users.client``); the audit (``etcd_users.audit.run``) starts a record at each run's start and reads it
-at its end. Pure."""
+response (``etcd_users.client``); the audit (``etcd_users.audit.run``) puts a record on the run's context
+(``etcd_users.run_context``) at each run's start and reads it at its end. Pure."""
 
 from __future__ import annotations
 
@@ -17,19 +17,3 @@ class RunRecord:
     ledger: Ledger
     watches: WatchCounts = field(default_factory=WatchCounts)
     reads: ReadChecks = field(default_factory=ReadChecks)
-
-
-_records: dict[int, RunRecord] = {}
-
-
-def begin(environment, record: RunRecord | None) -> None:
-    """The record of the run starting in ``environment`` (None: nothing recorded, the audit is off)."""
-    if record is None:
-        _records.pop(id(environment), None)
-    else:
-        _records[id(environment)] = record
-
-
-def current(environment) -> RunRecord | None:
-    """The current run's record; users made after the run started record into it."""
-    return _records.get(id(environment))

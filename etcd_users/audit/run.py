@@ -10,7 +10,6 @@ have reported and the gates are judged, then ``exit_verdict``: a failed audit ma
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.runners import MasterRunner, WorkerRunner
 
 import csv
 import json
@@ -19,17 +18,17 @@ import os
 import time
 from dataclasses import replace
 
-from etcd_users import session
-from etcd_users.audit import record
 from etcd_users.audit.hashkv import hash_members
 from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.readback import read_back
+from etcd_users.audit.record import RunRecord
 from etcd_users.audit.staleness import MemberStaleness, Staleness
 from etcd_users.audit.verdict import Audit, ProcessAudit
 from etcd_users.exit_code import AUDIT_EXIT_CODE, ExitVerdict
 from etcd_users.features import FeatureHooks
 from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
 from etcd_users.reporting import junit
+from etcd_users.run_context import run_context
 from etcd_users.settings import AuditSettings, SettingsError, settings_from_options
 from etcd_users.target_cluster import with_probe
 from etcd_users.transport.errors import EndpointError, error_detail
@@ -58,9 +57,10 @@ class AuditRun(FeatureHooks):
         self.mine, self.unsent, self.reports, self.audit = None, None, {}, None
         options = environment.parsed_options
         self.on = hasattr(options, "etcd_endpoints") and not AuditSettings.read_one(options, "skip")
-        runner = environment.runner
-        if isinstance(runner, MasterRunner):
-            self.workers = runner.worker_count
+        context = run_context(environment)
+        context.final_staleness = lambda: self.staleness(environment)
+        if context.role.is_master:
+            self.workers = environment.runner.worker_count
             return
         ledger = None
         if self.on:
@@ -70,13 +70,14 @@ class AuditRun(FeatureHooks):
                 settings = None  # the plugin has said why; the run stops
             if settings is not None:
                 ledger = Ledger(settings.prefix, settings.key_size, settings.key_space_size)
-        record.begin(environment, record.RunRecord(ledger) if ledger is not None else None)
+        context.record = RunRecord(ledger) if ledger is not None else None
 
     def on_test_stop(self, environment, **_kwargs) -> None:
         """A process that ran users reads its keys back once they have stopped."""
-        if not isinstance(environment.runner, MasterRunner) and self.mine is None:
+        role = run_context(environment).role
+        if role.runs_users and self.mine is None:
             self.mine = self._read_back(environment)
-            if isinstance(environment.runner, WorkerRunner) and self.mine is not None:
+            if role.is_worker and self.mine is not None:
                 self.unsent = self.mine.to_report()
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
@@ -94,9 +95,10 @@ class AuditRun(FeatureHooks):
     def on_quitting(self, environment) -> None:
         """Judge the run, on a master or single process, once the workers' last reports are in."""
         runner = environment.runner
-        if not self.on or runner is None or isinstance(runner, WorkerRunner):
+        role = run_context(environment).role
+        if not self.on or runner is None or role.is_worker:
             return
-        if isinstance(runner, MasterRunner):
+        if role.is_master:
             processes = list(self.reports.values())
             missing = max(0, self.workers - len(processes))
         else:
@@ -125,11 +127,11 @@ class AuditRun(FeatureHooks):
     def staleness(self, environment) -> dict[str, MemberStaleness]:
         """The serializable reads of the run's processes per member, for the ``stale:`` gates (judged before
         ``on_quitting``: the workers' last reports are in)."""
-        runner = environment.runner
-        if isinstance(runner, MasterRunner):
+        role = run_context(environment).role
+        if role.is_master:
             processes = list(self.reports.values())
         else:
-            if self.mine is None and self.on:
+            if self.mine is None and self.on and role.runs_users:
                 self.mine = self._read_back(environment)
             processes = [self.mine] if self.mine is not None else []
         total = Staleness()
@@ -157,15 +159,16 @@ class AuditRun(FeatureHooks):
 
     def _read_back(self, environment) -> ProcessAudit | None:
         """This process's keys read back at one revision, judged against its record; None when it wrote nothing."""
-        run = record.current(environment)
+        context = run_context(environment)
+        run = context.record
         if run is None or not (run.ledger.writes or run.ledger.untracked_deletes or run.watches.watchers):
             return None
         started = time.perf_counter()
         runner = environment.runner
-        process = str(runner.client_id) if isinstance(runner, WorkerRunner) else LOCAL_PROCESS
+        process = str(runner.client_id) if context.role.is_worker else LOCAL_PROCESS
         ledger = run.ledger
         try:
-            current = session.current(environment)
+            current = context.session()
             first, end = current.keys.first_and_end()
             revision, found = current.bridge.run(read_back, current.pool, ledger, first, end)
         except Exception as error:  # etcd refused the read (a member gone, or diverged): said, and the audit fails

@@ -17,7 +17,6 @@ frozen comes back), and the cost of windows still open is logged with the second
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.runners import WorkerRunner
 
 import json
 import logging
@@ -37,6 +36,7 @@ from etcd_users.disruptions.schedule import Disruption, ScheduleError, check_all
 from etcd_users.features import FeatureHooks
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
+from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.probe import Probe
@@ -241,12 +241,14 @@ class Disruptions(FeatureHooks):
 
     def on_init(self, environment, runner=None, **_kwargs) -> None:
         plugin = self.tool
-        if isinstance(runner, WorkerRunner) or plugin.run_settings is None:
+        context = run_context(environment)
+        if context.role.is_worker or plugin.run_settings is None:
             return
         try:
             self._check(plugin.run_settings)
         except ScheduleError as error:
             plugin.fail(str(error))
+        context.disruption_windows, context.final_disruption_windows = self.windows, self.final_windows
         self.seconds = RecentSeconds(0)
         plugin.recorder.store.merged_listeners.append(self.seconds.add)
 
@@ -254,7 +256,7 @@ class Disruptions(FeatureHooks):
         plugin = self.tool
         self._stop()
         self.last = None
-        if isinstance(environment.runner, WorkerRunner) or self.seconds is None:
+        if run_context(environment).role.is_worker or self.seconds is None:
             return
         settings = plugin.run_settings
         if settings is None or not settings.disruptions.schedule:
@@ -276,6 +278,12 @@ class Disruptions(FeatureHooks):
 
     def on_quit(self, **_kwargs) -> None:
         self._stop()
+
+    def windows(self) -> tuple[list[dict], bool]:
+        """The current (or last) run's windows so far, and whether that run is over (the web UI's tab)."""
+        if self.last is None:
+            return [], False
+        return [window.record() for window in self.last.windows], self.run is None
 
     def final_windows(self) -> list[dict]:
         """The last run's windows for its ``disrupt:`` gates, each with its cost: a run still going is stopped first,

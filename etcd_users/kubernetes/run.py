@@ -8,7 +8,6 @@ whose classes are not Kubernetes ones does nothing.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.runners import WorkerRunner
 
 import asyncio
 import logging
@@ -24,6 +23,7 @@ from etcd_users.client import KeyOutsidePrefixError
 from etcd_users.features import FeatureHooks
 from etcd_users.kubernetes.client import close_states, list_keys
 from etcd_users.kubernetes.layout import NODE_LEASE_BYTES, Layout, ValueSource
+from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.target_cluster import with_probe
 from etcd_users.transport.errors import EndpointError, error_label
@@ -162,7 +162,7 @@ class KubernetesRun(FeatureHooks):
     def _prefill(self, environment) -> EtcdSettings | None:
         """The objects of the run's Kubernetes classes, once per settings and classes; the settings, or None."""
         parts = {part for cls in environment.user_classes or () for part in getattr(cls, PREFILL_ATTRIBUTE, ())}
-        if not parts or isinstance(environment.runner, WorkerRunner):
+        if not parts or run_context(environment).role.is_worker:
             return None
         settings = self.tool.run_settings
         if settings is None:

@@ -6,7 +6,6 @@ happen outside the measured requests.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.runners import WorkerRunner
 
 import json
 import logging
@@ -19,6 +18,7 @@ from etcd_users.distributions import HOTTEST_SHARE, counted_hottest_share, write
 from etcd_users.features import FeatureHooks
 from etcd_users.files import SUFFIXES
 from etcd_users.keys import prefix_range_end
+from etcd_users.run_context import run_context
 from etcd_users.target_cluster import with_probe
 from etcd_users.transport.errors import error_detail
 from etcd_users.transport.pool import EndpointPool
@@ -75,7 +75,7 @@ class KeySkew(FeatureHooks):
     def _counting(self, environment) -> bool:
         """Only where the run's files are written: a master or single process run with ``--csv``."""
         return (
-            not isinstance(environment.runner, WorkerRunner)
+            run_context(environment).role.judges
             and bool(getattr(environment.parsed_options, "csv_prefix", None))
             and self.tool.run_settings is not None
         )

@@ -12,7 +12,6 @@ files are listed.
 """
 
 import locust
-from locust.runners import MasterRunner, WorkerRunner
 
 import json
 import logging
@@ -31,9 +30,8 @@ from etcd_users.latency.store import LatencyRow
 from etcd_users.reporting.member_figures import member_figures
 from etcd_users.reporting.preflight import MemberReport
 from etcd_users.reporting.sla import Result
-from etcd_users.reporting.worker_watch import WorkerWatch
+from etcd_users.run_context import run_context
 from etcd_users.settings import SettingsError, SummarySettings
-from etcd_users.watchers.run import WatchersRun
 
 logger = logging.getLogger(__name__)
 
@@ -221,7 +219,7 @@ class RunSummary(FeatureHooks):
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         options = environment.parsed_options
-        if isinstance(runner, WorkerRunner) or not hasattr(options, "etcd_perfdash"):
+        if run_context(environment).role.is_worker or not hasattr(options, "etcd_perfdash"):
             return
         try:
             path = SummarySettings.read_one(options, "perfdash")
@@ -231,18 +229,18 @@ class RunSummary(FeatureHooks):
             self.tool.fail(str(error))
 
     def on_test_start(self, environment, **_kwargs) -> None:
-        runner = environment.runner
-        if isinstance(runner, WorkerRunner):
+        role = run_context(environment).role
+        if role.is_worker:
             return
         self.started_at, self.ended_at = time.time(), None
-        self.workers = runner.worker_count if isinstance(runner, MasterRunner) else 0
+        self.workers = environment.runner.worker_count if role.is_master else 0
 
     def on_test_stop(self, environment, **_kwargs) -> None:
         self.ended_at = time.time()
 
     def on_run_files(self) -> None:
         environment = getattr(self.tool, "environment", None)
-        if environment is None or isinstance(environment.runner, WorkerRunner) or not self.tool.ran:
+        if environment is None or run_context(environment).role.is_worker or not self.tool.ran:
             return
         options = environment.parsed_options
         if not hasattr(options, "etcd_perfdash"):
@@ -277,8 +275,7 @@ class RunSummary(FeatureHooks):
             return read_json(prefix + SUFFIXES[kind], since) if prefix else None
 
         shape = run_file("shape")
-        watch = tool.feature(WorkerWatch)
-        watchers = tool.feature(WatchersRun)
+        context = run_context(environment)  # what the other features left: the workers lost, the watchers' tally
         return {
             "schema": SUMMARY_SCHEMA_VERSION,
             "started_at": started,
@@ -305,6 +302,6 @@ class RunSummary(FeatureHooks):
             "skew": run_file("skew"),
             "staleness": (run_file("audit") or {}).get("staleness") or None,
             "members": member_figures(rows).to_dict() if rows is not None else None,
-            "lost_workers": [lost.to_dict() for lost in watch.lost] if watch is not None else [],
-            "watch": watchers.summary() if watchers is not None else None,
+            "lost_workers": [lost.to_dict() for lost in context.lost_workers],
+            "watch": context.watch_tally.summary() if context.watch_tally is not None else None,
         }

@@ -12,7 +12,7 @@
   every window whose cost is known;
 - "etcd disruptions": each item of ``--etcd-disrupt``, in the order of its times: waiting, running, done or failed
   (not reached, once the run is over), its members, its line of result and its cost per request name once known,
-  from the windows of the feature's hooks (``etcd_users.disruptions.runner.Disruptions``).
+  from the windows the disruptions leave on the run's context (``etcd_users.run_context``).
 
 Latencies are shown in ms with 3 decimals everywhere (text, so 1.950 does not lose its zero beside 4.251).
 
@@ -41,7 +41,6 @@ from flask import jsonify, make_response, request
 from werkzeug.datastructures import ImmutableMultiDict
 
 from etcd_users.disruptions.cost import Cost, describe
-from etcd_users.disruptions.runner import Disruptions
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
@@ -288,10 +287,11 @@ class EtcdTabs:
         recorder: LatencyRecorder,
         run_settings: Callable[[], EtcdSettings | None],
         alarm: Callable[[], str | None] = lambda: None,
-        disruptions: Callable[[], Disruptions | None] = lambda: None,
+        disruption_windows: Callable[[], tuple[list[dict], bool]] = lambda: ([], False),
     ) -> None:
         self.environment = environment
-        self.disruptions_feature = disruptions  # --etcd-disrupt's hooks: the current (or last) run's windows
+        # --etcd-disrupt: the current (or last) run's windows, and whether that run is over
+        self.disruption_windows = disruption_windows
         self.recorder = recorder
         self.run_settings = run_settings  # the master's settings of the current run, None before it has any
         self.alarm = alarm  # etcd's NOSPACE alarm as the run knows it, one line; None without one
@@ -357,7 +357,7 @@ class EtcdTabs:
         gates = settings.gates.sla if settings is not None else ()
         results = sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else []
         # each disrupt: gate on the windows whose cost is known so far
-        measured = [window for window in self._windows()[0] if window.get("cost")]
+        measured = [window for window in self.disruption_windows()[0] if window.get("cost")]
         results += [
             disruption_gates.judge_window(gate, window.get("item", ""), window)
             for gate in gates
@@ -368,17 +368,9 @@ class EtcdTabs:
         shape = judged_shape(self.environment)
         return sla_rows(results) + level_rows(shape.shape_record() if shape is not None and gates else None)
 
-    def _windows(self) -> tuple[list[dict], bool]:
-        """The current (or last) run's disruption windows, and whether that run is over."""
-        feature = self.disruptions_feature()
-        last = feature.last if feature is not None else None
-        if last is None:
-            return [], False
-        return [window.record() for window in last.windows], feature.run is None
-
     def disruptions(self) -> list[dict[str, str]]:
         settings = self.run_settings()
-        windows, over = self._windows()
+        windows, over = self.disruption_windows()
         return disruption_rows(settings.disruptions.items if settings is not None else (), windows, over)
 
     def extended_stats(self) -> list[dict[str, Any]]:
@@ -430,10 +422,10 @@ def install(
     recorder: LatencyRecorder,
     run_settings: Callable[[], EtcdSettings | None],
     alarm: Callable[[], str | None] = lambda: None,
-    disruptions: Callable[[], Disruptions | None] = lambda: None,
+    disruption_windows: Callable[[], tuple[list[dict], bool]] = lambda: ([], False),
 ) -> EtcdTabs:
     """Declare the tabs and hook the routes of ``web_ui``."""
-    tabs = EtcdTabs(environment, recorder, run_settings, alarm, disruptions)
+    tabs = EtcdTabs(environment, recorder, run_settings, alarm, disruption_windows)
     base = getattr(environment.parsed_options, "web_base_path", "") or ""
     web_ui.template_args["extended_tabs"] = TABS
     web_ui.template_args["extended_tables"] = TABLES

@@ -19,6 +19,7 @@ from etcd_users.features import FeatureHooks
 from etcd_users.reporting import lost_workers
 from etcd_users.reporting.lost_workers import WORKERS, LostWorker
 from etcd_users.reporting.sla import Result
+from etcd_users.run_context import run_context
 from etcd_users.settings import Gate
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class WorkerWatch(FeatureHooks):
         self._runner: MasterRunner | None = None
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
-        if isinstance(runner, MasterRunner):
+        if run_context(environment).role.is_master:
             self._runner = runner
             environment.events.heartbeat_sent.add_listener(self._on_heartbeat)
 
@@ -57,6 +58,7 @@ class WorkerWatch(FeatureHooks):
             return
         self._stop()
         self.lost, self.workers, self._users = [], 0, {}
+        run_context(environment).lost_workers = self.lost  # the same list: the run's summary reads it there
         self._started = time.time()
         self._greenlet = gevent.spawn(self._watch)
 

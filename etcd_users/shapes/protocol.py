@@ -8,11 +8,12 @@ never by looking the plugin up. Importing this module loads no shape, so it regi
 from __future__ import annotations
 
 from locust.env import Environment
-from locust.runners import WorkerRunner
 
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from etcd_users.run_context import run_context
 
 if TYPE_CHECKING:
     from etcd_users.exit_code import ExitVerdict
@@ -84,7 +85,7 @@ def judged_shapes(environment: Environment) -> list[JudgedShape]:
 def check_on_init(environment: Environment) -> None:
     """At Locust's ``init``: refuse bad ``--shape-*`` options in one line (exit 2) instead of at the first tick."""
     shape = judged_shape(environment)
-    if shape is None or isinstance(environment.runner, WorkerRunner):
+    if shape is None or run_context(environment).role.is_worker:
         return  # workers get the master's options later and never tick
     options = environment.parsed_options
     if options is not None and options.class_picker:

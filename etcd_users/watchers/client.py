@@ -13,10 +13,11 @@ from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.client import REQUEST_TYPE, EtcdClient
 from etcd_users.keys import prefix_range_end
+from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import Connection
-from etcd_users.watchers import state
+from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.streams import PrefixWatchers
 
 NAME = "watch/event"
@@ -39,12 +40,13 @@ def watched_range(settings: EtcdSettings) -> tuple[bytes, bytes]:
 class WatcherClient:
     def __init__(self, etcd: EtcdClient) -> None:
         self.etcd = etcd
+        self._context = run_context(etcd.environment)
         self._fire = etcd.environment.events.request.fire
         self._fire_delivery = etcd.watch_reporter(NAME)
         self._watchers: PrefixWatchers | None = None
 
     def run(self, running: Callable[[], bool]) -> None:
-        process = state.current
+        process = self._context.watchers
         latencies = process.start_matching()
         session = self.etcd.session
         while running():
@@ -66,8 +68,9 @@ class WatcherClient:
             latencies.deliver(self._fire_delivery, time.perf_counter())
 
     def stop(self) -> None:
-        if state.current.reporter is self:
-            state.current.reporter = None  # another user takes over at its next look
+        process = self._context.watchers
+        if process.reporter is self:
+            process.reporter = None  # another user takes over at its next look
         if self._watchers is not None:
             self.etcd.session.bridge.post(self._watchers.cancel)
             self._watchers = None
@@ -80,7 +83,7 @@ class WatcherClient:
         self._fire(request_type=REQUEST_TYPE, name=NAME, response_time=0.0, response_length=0, exception=label)
 
 
-async def _open(session, process: state.ProcessWatchers, counts) -> PrefixWatchers:
+async def _open(session, process: ProcessWatchers, counts) -> PrefixWatchers:
     settings = session.settings
     watch = settings.watch
     connection: Connection = session.pool.next_connection()

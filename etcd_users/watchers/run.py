@@ -7,7 +7,6 @@ Every few seconds each process also notes whether watch events came (EtcdWatcher
 came is client-bound, said by a warning when it first shows and at the end, and in the summary's ``watch``."""
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.runners import MasterRunner, WorkerRunner
 
 import logging
 import time
@@ -16,8 +15,9 @@ import gevent
 
 from etcd_users.features import FeatureHooks
 from etcd_users.latency.client_cpu import cpu_percent, run_queue_wait
+from etcd_users.run_context import RunContext, run_context
 from etcd_users.transport import bridge as bridges
-from etcd_users.watchers import state
+from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.tally import WatchTally
 
 logger = logging.getLogger(__name__)
@@ -34,18 +34,21 @@ class WatchersRun(FeatureHooks):
         super().__init__(tool)
         self.reports: dict[str, dict] = {}  # a master's workers' tallies, the latest of each
         self._progress: gevent.Greenlet | None = None
-        self._master = False
+        self.context: RunContext | None = None
+
+    def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
+        self.context = run_context(environment)  # a worker reports to its master before any run starts
 
     def on_test_start(self, environment, **_kwargs) -> None:
-        self._master = isinstance(environment.runner, MasterRunner)
+        context = self.context = run_context(environment)
         self.reports = {}
-        if self._master:
+        if context.role.is_master:
             return
-        state.reset()
+        context.watchers = ProcessWatchers()
         if self._progress is None:
-            self._progress = gevent.spawn(self._log_progress, environment)
+            self._progress = gevent.spawn(self._log_progress, environment, context)
 
-    def _log_progress(self, environment) -> None:
+    def _log_progress(self, environment, context: RunContext) -> None:
         stats = environment.runner.stats
         warned = False
         events = 0
@@ -53,7 +56,7 @@ class WatchersRun(FeatureHooks):
         wall, cpu, waited = time.time(), time.process_time(), run_queue_wait()
         while True:
             gevent.sleep(PROGRESS_SECONDS)
-            tally = state.current.tally
+            tally = context.watchers.tally
             now, used, waiting = time.time(), time.process_time(), run_queue_wait()
             fan_out = stats.entries.get(FAN_OUT_ROW)
             seen = tally.events + (fan_out.num_requests if fan_out is not None else 0)
@@ -62,7 +65,7 @@ class WatchersRun(FeatureHooks):
                 demand += cpu_percent(waiting - waited, now - wall) or 0.0
             tally.count_interval(seen > events, demand, lag.seconds())
             if seen > events:  # events came: the transport runs (a run without them never starts one here)
-                lag.probe(bridges.bridge())
+                lag.probe(context.bridge)
             events, wall, cpu, waited = seen, now, used, waiting
             if tally.watchers:
                 logger.info("%s", tally.line())
@@ -74,48 +77,37 @@ class WatchersRun(FeatureHooks):
         if self._progress is not None:
             self._progress.kill(block=False)
             self._progress = None
-        if not self._master and state.current.latencies is not None:
+        context = run_context(environment)
+        if not context.role.is_master and context.watchers.latencies is not None:
             # the users' cancels are posted to the loop thread: once this runs there, they have added their counts
             try:
-                bridges.bridge().run(_flushed)
+                context.bridge.run(_flushed)
             except Exception:  # a bridge that is closing: the counts are what they are
                 logger.debug("watchers' counts not flushed", exc_info=True)
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
-        if state.current.latencies is not None or state.current.tally.event_intervals:
-            data[REPORT_KEY] = state.current.tally.to_dict()
+        watchers = self.context.watchers if self.context is not None else None
+        if watchers is not None and (watchers.latencies is not None or watchers.tally.event_intervals):
+            data[REPORT_KEY] = watchers.tally.to_dict()
 
     def on_worker_report(self, client_id, data, **_kwargs) -> None:
         if REPORT_KEY in data:
             self.reports[client_id] = data[REPORT_KEY]
 
     def on_quitting(self, environment) -> None:
-        if isinstance(environment.runner, WorkerRunner):
+        context = run_context(environment)
+        if context.role.is_worker:
             return
-        tally = self.total()
+        tally = context.watch_tally = self.total(context)  # for the run's summary
         if tally.watchers or tally.cancelled:
             _console.info("%s", tally.line())
         if tally.client_bound:
             _console.warning("%s", tally.client_line())
 
-    def summary(self) -> dict | None:
-        """The summary's ``watch``: the watchers' figures and whether the client kept up; None without watch events."""
-        tally = self.total()
-        if not (tally.watchers or tally.event_intervals or tally.cancelled):
-            return None
-        return {
-            "watchers": tally.watchers,
-            "events": tally.events,
-            "events_per_s": round(tally.events_per_second, 1),
-            "cancelled": dict(tally.cancelled),
-            "client_bound": tally.client_bound,
-            "busy_intervals": tally.busy_intervals,
-            "event_intervals": tally.event_intervals,
-        }
-
-    def total(self) -> WatchTally:
-        if not self._master:
-            return state.current.tally
+    def total(self, context: RunContext) -> WatchTally:
+        """The run's tally: the process's own, or on a master its workers' together."""
+        if not context.role.is_master:
+            return context.watchers.tally
         tally = WatchTally()
         for report in self.reports.values():
             tally.add(WatchTally.from_dict(report))

@@ -1,8 +1,8 @@
 """The watchers of one process: their tally, the revision newest known, and the events of this process's writes.
 
 The loop thread updates ``tally``, ``newest`` and ``arrivals`` as responses come; the gevent thread reads the
-counts, records its own puts' acknowledgements and reports the delivery latencies. One per process, made afresh at
-each run's start (``reset``).
+counts, records its own puts' acknowledgements and reports the delivery latencies. One per process, kept on the run's
+context (``etcd_users.run_context``) and made afresh at each run's start.
 """
 
 from __future__ import annotations
@@ -36,11 +36,3 @@ class ProcessWatchers:
     def is_slow(self, stream: int, fraction: float) -> bool:
         """Stream number ``stream`` of the process is slow: ``fraction`` of the streams, spread evenly."""
         return int((stream + 1) * fraction) > int(stream * fraction)
-
-
-current = ProcessWatchers()
-
-
-def reset() -> None:
-    global current
-    current = ProcessWatchers()

@@ -136,6 +136,21 @@ class WatchTally:
             busy_intervals=int(data.get("busy_intervals", 0)),
         )
 
+    def summary(self) -> dict | None:
+        """The run summary's ``watch``: the watchers' figures and whether the client kept up; None without watch
+        events."""
+        if not (self.watchers or self.event_intervals or self.cancelled):
+            return None
+        return {
+            "watchers": self.watchers,
+            "events": self.events,
+            "events_per_s": round(self.events_per_second, 1),
+            "cancelled": dict(self.cancelled),
+            "client_bound": self.client_bound,
+            "busy_intervals": self.busy_intervals,
+            "event_intervals": self.event_intervals,
+        }
+
     def client_line(self) -> str:
         """The warning of a client-bound watch run."""
         return (

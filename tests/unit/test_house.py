@@ -82,3 +82,60 @@ def test_settings_files_and_hdr_load_neither_locust_nor_gevent_nor_grpc():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def module_level_dicts(tree: ast.Module) -> set[str]:
+    """The names a module binds at its top to a dict (a literal, a comprehension, ``dict()``, or annotated ``dict``)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            annotated = ast.unparse(node.annotation).split("[")[0].rsplit(".", 1)[-1].lower().endswith("dict")
+            if annotated or is_dict(node.value):
+                names.add(node.target.id)
+        elif isinstance(node, ast.Assign) and is_dict(node.value):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+    return names
+
+
+def is_dict(value: ast.expr | None) -> bool:
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return True
+    return isinstance(value, ast.Call) and ast.unparse(value.func).rsplit(".", 1)[-1].lower().endswith("dict")
+
+
+def keys_by_id(tree: ast.Module, names: set[str]) -> list[int]:
+    """Lines where one of ``names`` is read or written with a key made by ``id(...)``."""
+
+    def made_by_id(node: ast.AST) -> bool:
+        return any(
+            isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "id"
+            for call in ast.walk(node)
+        )
+
+    def named(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id in names
+
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and named(node.value) and made_by_id(node.slice):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and named(node.func.value):
+            if node.args and made_by_id(node.args[0]):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Compare) and any(named(other) for other in node.comparators):
+            if made_by_id(node.left):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_keeps_a_run_s_state_in_a_module_level_dict_keyed_by_id():
+    # a process's state for a run lives on its context (etcd_users.run_context), not in globals keyed by id(environment)
+    sample = ast.parse("_kept: dict[int, object] = {}\ndef get(environment):\n    return _kept.get(id(environment))\n")
+    assert keys_by_id(sample, module_level_dicts(sample)) == [3], "the scan must find the pattern it forbids"
+    found = []
+    for name, path in project_modules().items():
+        if name.split(".")[0] != "etcd_users":
+            continue
+        tree = ast.parse(path.read_text())
+        found += [f"{path.relative_to(REPO)}:{line}" for line in keys_by_id(tree, module_level_dicts(tree))]
+    assert found == []

@@ -69,13 +69,9 @@ def test_a_watch_client_busy_in_half_the_intervals_with_events_is_client_bound()
 
 def test_the_summarys_watch_keys_are_the_declared_ones():
     from etcd_users.files import SUMMARY_WATCH_KEYS
-    from etcd_users.watchers import state
-    from etcd_users.watchers.run import WatchersRun
 
-    state.reset()
-    run = WatchersRun(tool=None)
-    assert run.summary() is None  # a run without watch events has no watch figures
-    state.current.tally.count_interval(True, 95.0)
-    summary = run.summary()
-    state.reset()
+    tally = WatchTally()
+    assert tally.summary() is None  # a run without watch events has no watch figures
+    tally.count_interval(True, 95.0)
+    summary = tally.summary()
     assert tuple(summary) == SUMMARY_WATCH_KEYS and summary["client_bound"] is True

@@ -1,4 +1,6 @@
-"""What one run of the master (or single process) has going: made at test start, stopped at test stop."""
+"""The master's (or single process's) watch over the members during one run: the db against its quota, the members'
+/metrics, the compaction and the first breach's capture. Made at test start, stopped at test stop; the process's
+``RunContext`` (``etcd_users.run_context``) holds the current one."""
 
 import logging
 from dataclasses import dataclass
@@ -11,7 +13,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class RunState:
+class RunMonitoring:
     settings: EtcdSettings
     space_watch: space.SpaceWatch  # the db against its quota and etcd's alarms
     poller: server_metrics.MetricsPoller | None  # --etcd-metrics-interval
@@ -19,7 +21,7 @@ class RunState:
     breached: bool = False  # the run has had its breach (captured or not): later ones change nothing
 
     @classmethod
-    def start(cls, environment, settings: EtcdSettings, local_compaction: str | None = None) -> "RunState":
+    def start(cls, environment, settings: EtcdSettings, local_compaction: str | None = None) -> "RunMonitoring":
         """``local_compaction``: the local etcd's own compaction, which the space warning counts on."""
         watch = space.SpaceWatch(settings, environment, local_compaction)
         poller = server_metrics.start_polling(environment, settings, watch)

@@ -1,0 +1,117 @@
+"""The state of one process for a run, kept on Locust's environment (``environment.etcd_run``): ``run_context``.
+
+One context per process and environment, made at Locust's ``init`` (``attach``) with the process's ``Role``, decided
+there once from the runner. It holds what the process's parts share during a run instead of module globals:
+
+- the session (settings, key space, connections), opened by the first user that needs it, dropped when a new run
+  brings other options (the web UI's form), closed at quit;
+- the audit's record of the current run (``etcd_users.audit.record``), made at each run's start;
+- the watchers' state of the process (``etcd_users.watchers.state``), made afresh at each run's start;
+- the bridge to the loop thread: one per process (its native thread is the process's), made on first use after any
+  fork (``--processes``), reached through the context;
+- the master's (or single process's) monitoring of the members during the current run (``RunMonitoring``);
+- what one feature leaves for the others: the workers lost, the watchers' tally, the disruptions' windows, the
+  serializable reads' staleness.
+
+The context wraps ``RunMonitoring`` rather than absorbing it: the context lasts as long as the process and spans its
+runs, and exists in every process; the monitoring is one run's, of the process that judges, started and stopped with
+that run, and it owns greenlets (the poller, the compactor) that the context's other parts never touch.
+"""
+
+from locust.exception import StopUser
+
+import logging
+from collections.abc import Callable
+
+import gevent.lock
+
+from etcd_users.audit.record import RunRecord
+from etcd_users.audit.staleness import MemberStaleness
+from etcd_users.reporting.lost_workers import LostWorker
+from etcd_users.role import Role
+from etcd_users.run_monitoring import RunMonitoring
+from etcd_users.session import Session
+from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
+from etcd_users.transport import bridge
+from etcd_users.transport.errors import EndpointError
+from etcd_users.watchers.state import ProcessWatchers
+from etcd_users.watchers.tally import WatchTally
+
+logger = logging.getLogger(__name__)
+
+ATTRIBUTE = "etcd_run"
+
+
+def _no_windows() -> tuple[list[dict], bool]:
+    return [], False
+
+
+class RunContext:
+    def __init__(self, environment, role: Role) -> None:
+        self.environment = environment
+        self.role = role
+        self.record: RunRecord | None = None  # the audit's record of the current run; None: the audit is off
+        self.watchers = ProcessWatchers()
+        self.monitoring: RunMonitoring | None = None  # the members' during the current run, where it is judged
+        # what the features leave for each other (the run's summary, the gates, the web UI)
+        self.lost_workers: list[LostWorker] = []  # the master's workers lost during the current (or last) run
+        self.watch_tally: WatchTally | None = None  # the whole run's watchers' tally, once the run is judged
+        # the disruptions' windows: so far, with whether their run is over (the web UI); final, each with its cost,
+        # stopping a run still going (the gates at quitting)
+        self.disruption_windows: Callable[[], tuple[list[dict], bool]] = _no_windows
+        self.final_disruption_windows: Callable[[], list[dict]] = list
+        # the serializable reads' staleness per member, the workers' included (the stale: gates at quitting)
+        self.final_staleness: Callable[[], dict[str, MemberStaleness]] = dict
+        self._session: Session | None = None
+        self._session_lock = gevent.lock.Semaphore()
+        self._session_error = ""
+
+    @property
+    def bridge(self) -> bridge.Bridge:
+        """The process's bridge to the loop thread, made on first use."""
+        return bridge.bridge()
+
+    def session(self) -> Session:
+        """The process's session for the environment's current options, opened on first use."""
+        if self._session is None:
+            with self._session_lock:
+                if self._session is None:
+                    try:
+                        self._session = Session(settings_from_options(self.environment.parsed_options))
+                    except (SettingsError, EndpointError) as error:
+                        # a worker's users cannot start (the master checked the endpoints, but this process may not
+                        # reach them): one line for the process, not a traceback per user
+                        if str(error) != self._session_error:
+                            logger.error("locust-etcd: error: %s", error)
+                            self._session_error = str(error)
+                        raise StopUser() from None
+        return self._session
+
+    def drop_session_if_changed(self, settings: EtcdSettings) -> None:
+        """A new run may come with new options: the next user reconnects with them."""
+        session = self._session
+        if session is not None and session.settings != settings:
+            self._session = None
+            session.close()
+
+    def close_session(self) -> None:
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            session.close()
+        except Exception as error:  # closing is best effort: the run is over
+            logger.debug("closing etcd connections: %s", error)
+
+
+def attach(environment, runner) -> RunContext:
+    """At Locust's ``init``: the process's context, with its role decided from ``runner``."""
+    context = RunContext(environment, Role.of(runner))
+    setattr(environment, ATTRIBUTE, context)
+    return context
+
+
+def run_context(environment) -> RunContext:
+    """The process's context; made from the environment's runner if ``init`` has not made it (a test's environment)."""
+    context = getattr(environment, ATTRIBUTE, None)
+    return context if context is not None else attach(environment, environment.runner)
