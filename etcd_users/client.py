@@ -74,6 +74,8 @@ class EtcdClient:
         # its response, on this thread, outside the call's timing
         self._record = self._context.record
         self._ledger = self._record.ledger if self._record is not None else None
+        # the reads are judged against the writes acknowledged to this process (etcd_users.audit.reads)
+        self._reads = self._record.reads if self._record is not None else None
 
     @property
     def session(self) -> Session:
@@ -105,6 +107,7 @@ class EtcdClient:
         if response is not None:
             if self._ledger is not None:
                 self._ledger.put(key, response.header.revision)
+                self._reads.writes.acknowledged(response.header.revision, self._acknowledged)
             watchers = self._context.watchers
             watching = watchers.latencies
             if watching is not None:  # this process's watchers' events of this put are timed from its acknowledgement
@@ -159,7 +162,21 @@ class EtcdClient:
             keys_only=keys_only,
             count_only=count_only,
         )
-        return self._call("Range", request, name or RANGE_NAMES[serializable])
+        name = name or RANGE_NAMES[serializable]
+        reads = self._reads
+        if reads is None:
+            return self._call("Range", request, name)
+        # what this process knew acknowledged when the read was sent: the newest revision, and the key's latest write
+        connection = self.session.pool.next_connection()
+        sent_at, newest = time.perf_counter(), reads.writes.newest
+        mark = 0 if serializable or range_end else self._ledger.mark(key)
+        response = self._invoke(connection, connection.kv.Range, request, name)
+        if response is not None:  # judged after the call's timing
+            if serializable:
+                reads.serializable(sent_at, newest, response.header.revision, connection.endpoint.target)
+            else:
+                reads.linearizable(sent_at, newest, mark, response, key, connection.endpoint.target, name)
+        return response
 
     def ranges(self, serializable: bool | None = None) -> Callable[[], rpc_pb2.RangeResponse | None]:
         """The read of the range workloads, as a function to call once per request (for ``EtcdUser.repeat``).
@@ -263,6 +280,8 @@ class EtcdClient:
         index = ledger.delete_sent(key)
         response = self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key), name)
         ledger.delete_answered(index, key, response.header.revision if response is not None else None)
+        if response is not None:
+            self._reads.writes.acknowledged(response.header.revision, self._acknowledged)
         return response
 
     def txn(
@@ -290,7 +309,9 @@ class EtcdClient:
         response = self._call("Txn", request, name)
         if self._ledger is not None:
             if response is not None:
-                _record_ops(self._ledger, request.success if response.succeeded else request.failure, response.header)
+                ops = request.success if response.succeeded else request.failure
+                if _record_ops(self._ledger, ops, response.header):
+                    self._reads.writes.acknowledged(response.header.revision, self._acknowledged)
             elif _deletes(request):
                 self._ledger.untracked_delete()  # a failed transaction's deletes may have been applied all the same
         return response
@@ -388,6 +409,7 @@ class EtcdClient:
         self._report("put", response, None, put_seconds, acknowledged)
         if self._ledger is not None:
             self._ledger.put(key, response.header.revision)
+            self._reads.writes.acknowledged(response.header.revision, acknowledged)
         for latency in latencies:  # inline, not through watch_reporter: a frame less per event
             self._fire(
                 request_type=REQUEST_TYPE, name=name, response_time=latency * 1000.0, response_length=0, exception=None
@@ -518,10 +540,12 @@ async def _open_keep_alive(connection) -> KeepAliveStream:
     return KeepAliveStream(connection)
 
 
-def _record_ops(ledger: Ledger, ops: Iterable[rpc_pb2.RequestOp], header: rpc_pb2.ResponseHeader) -> None:
-    """The writes of a transaction's branch that ran, all acknowledged at its revision."""
+def _record_ops(ledger: Ledger, ops: Iterable[rpc_pb2.RequestOp], header: rpc_pb2.ResponseHeader) -> bool:
+    """The writes of a transaction's branch that ran, all acknowledged at its revision; False when it wrote nothing."""
+    wrote = False
     for op in ops:
         kind = op.WhichOneof("request")
+        wrote = wrote or kind != "request_range"
         if kind == "request_put":
             ledger.put(op.request_put.key, header.revision)
         elif kind == "request_delete_range":
@@ -532,6 +556,7 @@ def _record_ops(ledger: Ledger, ops: Iterable[rpc_pb2.RequestOp], header: rpc_pb
                 ledger.delete(delete.key, header.revision)
         elif kind == "request_txn":
             ledger.untracked_delete()  # which branch of a nested transaction ran is in its own response: not kept
+    return wrote
 
 
 def _deletes(request: rpc_pb2.TxnRequest) -> bool:

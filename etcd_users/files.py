@@ -26,6 +26,7 @@ SUFFIXES = {
     "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
     "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
     "skew": "_skew.json",  # etcd_users.reporting.key_skew: the puts per key counted from the keys' versions
+    "staleness": "_staleness.csv",  # etcd_users.audit.run: how far behind each member's serializable reads were
     "summary": "_summary.json",  # etcd_users.reporting.summary: the run in one file, written at its end
 }
 
@@ -166,6 +167,17 @@ TEXT_COLUMNS = frozenset(
     | {"Process"}
 )
 
+# -- how far behind each member's serializable reads were, PREFIX_staleness.csv (etcd_users.audit.run) --
+
+# a row per member (host:port): its serializable reads judged, then the revisions and the milliseconds it was behind
+# the newest write acknowledged to the reading process when each read was sent (P50, P99, max; HDR histograms)
+STALENESS_COLUMNS = (
+    *("Member", "Reads"),
+    *("RevisionsP50", "RevisionsP99", "RevisionsMax"),
+    *("MsP50", "MsP99", "MsMax"),
+)
+STALENESS_FIELDS = ("member", "reads", "revisions_p50", "revisions_p99", "revisions_max", "ms_p50", "ms_p99", "ms_max")
+
 # -- the disruptions' windows, PREFIX_disruptions.json (etcd_users.disruptions.runner writes, the analysis reads) --
 
 DISRUPTIONS_SCHEMA_VERSION = 1
@@ -185,6 +197,7 @@ SUMMARY_KEYS = (
     "skew",  # later: the puts per key counted from the keys' versions (PREFIX_skew.json), absent from older files
     "watch",  # later: the watch workloads' figures and whether the client kept up (null without watch events)
     "preparation",  # later: what the run wrote before its measured window, by kind (null when nothing)
+    "staleness",  # later: PREFIX_staleness.csv's rows, a dict per member (null without serializable reads measured)
 )
 # each of its "preparation" (etcd_users.preparation), under "key_space" (the reads' key space) or "kubernetes" (the
 # prefill): the keys the run starts with, those written (the others existed), the seconds it took, and why it stopped

@@ -30,16 +30,17 @@ def histogram_of(latencies_ms: Sequence[float]) -> HdrHistogram:
     Recording each request as it comes costs about a microsecond of Python on the thread that runs every user; a
     second's latencies are kept in a list instead and counted here once, when the second closes.
     """
-    histogram = new_histogram()
     if not len(latencies_ms):
-        return histogram
-    micros, index = _micros_and_indexes(histogram, latencies_ms)
-    counts = np.ctypeslib.as_array(histogram.counts)
-    counts += np.bincount(index, minlength=histogram.counts_len).astype(counts.dtype)
-    histogram.total_count = len(micros)
-    histogram.min_value = int(micros.min())
-    histogram.max_value = int(micros.max())
-    return histogram
+        return new_histogram()
+    return _counted(_micros(latencies_ms))
+
+
+def histogram_of_counts(values: Sequence[int]) -> HdrHistogram:
+    """Whole numbers from 0 (revisions, microseconds that may be 0) in one histogram, as ``histogram_of`` counts
+    latencies; values above the histogram's range are clamped to it."""
+    if not len(values):
+        return new_histogram()
+    return _counted(np.clip(np.asarray(values, dtype=np.int64), 0, HIGHEST_US))
 
 
 _LAYOUT = new_histogram()  # the layout of every histogram of the tool
@@ -48,18 +49,31 @@ _LAYOUT = new_histogram()  # the layout of every histogram of the tool
 def counts_indexes(latencies_ms: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """The whole microseconds of ``latencies_ms`` and each one's index in a histogram's counts, as ``histogram_of``
     counts them: slices of a second's latencies become small histograms without making full ones."""
-    return _micros_and_indexes(_LAYOUT, latencies_ms)
+    micros = _micros(latencies_ms)
+    return micros, _indexes(_LAYOUT, micros)
 
 
-def _micros_and_indexes(histogram: HdrHistogram, latencies_ms: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _micros(latencies_ms: Sequence[float]) -> np.ndarray:
     micros = np.clip(np.rint(np.asarray(latencies_ms, dtype=np.float64) * 1000.0), LOWEST_US, HIGHEST_US)
-    micros = micros.astype(np.int64)
+    return micros.astype(np.int64)
+
+
+def _counted(micros: np.ndarray) -> HdrHistogram:
+    histogram = new_histogram()
+    counts = np.ctypeslib.as_array(histogram.counts)
+    counts += np.bincount(_indexes(histogram, micros), minlength=histogram.counts_len).astype(counts.dtype)
+    histogram.total_count = len(micros)
+    histogram.min_value = int(micros.min())
+    histogram.max_value = int(micros.max())
+    return histogram
+
+
+def _indexes(histogram: HdrHistogram, micros: np.ndarray) -> np.ndarray:
     # hdrh's _counts_index_for on arrays; the bit length of an integer below 2**53 is frexp's exponent, exactly
     bit_length = np.frexp((micros | histogram.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)
     bucket = bit_length - histogram.unit_magnitude - (histogram.sub_bucket_half_count_magnitude + 1)
     sub_bucket = micros >> (bucket + histogram.unit_magnitude)
-    index = ((bucket + 1) << histogram.sub_bucket_half_count_magnitude) + sub_bucket - histogram.sub_bucket_half_count
-    return micros, index
+    return ((bucket + 1) << histogram.sub_bucket_half_count_magnitude) + sub_bucket - histogram.sub_bucket_half_count
 
 
 def percentiles_us(histogram: HdrHistogram, percentiles: Iterable[float]) -> list[int]:

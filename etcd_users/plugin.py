@@ -289,8 +289,12 @@ class EtcdPlugin:
         if shape is not None and role.judges:
             shape.judge_remaining_levels()
         if self.ran and self._judges(environment):
-            windows = run_context(environment).final_disruption_windows()
-            self.verdicts.judge(environment, self.recorder, self.run_settings, shape, windows, self.member_rows or [])
+            context = run_context(environment)
+            windows = context.final_disruption_windows()
+            staleness = context.final_staleness()
+            self.verdicts.judge(
+                environment, self.recorder, self.run_settings, shape, windows, self.member_rows or [], staleness
+            )
         self.recorder.on_quitting()
         for hooks in self.feature_hooks:  # the workers' last reports are in
             hooks.on_quitting(environment)

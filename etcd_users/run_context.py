@@ -10,7 +10,8 @@ there once from the runner. It holds what the process's parts share during a run
 - the bridge to the loop thread: one per process (its native thread is the process's), made on first use after any
   fork (``--processes``), reached through the context;
 - the master's (or single process's) monitoring of the members during the current run (``RunMonitoring``);
-- what one feature leaves for the others: the workers lost, the watchers' tally, the disruptions' windows.
+- what one feature leaves for the others: the workers lost, the watchers' tally, the disruptions' windows, the
+  serializable reads' staleness.
 
 The context wraps ``RunMonitoring`` rather than absorbing it: the context lasts as long as the process and spans its
 runs, and exists in every process; the monitoring is one run's, of the process that judges, started and stopped with
@@ -25,6 +26,7 @@ from collections.abc import Callable
 import gevent.lock
 
 from etcd_users.audit.record import RunRecord
+from etcd_users.audit.staleness import MemberStaleness
 from etcd_users.reporting.lost_workers import LostWorker
 from etcd_users.role import Role
 from etcd_users.run_monitoring import RunMonitoring
@@ -58,6 +60,8 @@ class RunContext:
         # stopping a run still going (the gates at quitting)
         self.disruption_windows: Callable[[], tuple[list[dict], bool]] = _no_windows
         self.final_disruption_windows: Callable[[], list[dict]] = list
+        # the serializable reads' staleness per member, the workers' included (the stale: gates at quitting)
+        self.final_staleness: Callable[[], dict[str, MemberStaleness]] = dict
         self._session: Session | None = None
         self._session_lock = gevent.lock.Semaphore()
         self._session_error = ""

@@ -44,6 +44,7 @@ from etcd_users.analysis.report import markdown_notes, markdown_table, write_csv
 from etcd_users.analysis.report_sections import report_sections
 from etcd_users.analysis.server import add_server_columns
 from etcd_users.analysis.skew import skew_note
+from etcd_users.analysis.staleness import staleness_note
 from etcd_users.analysis.suite import METRIC_KEYS, measure_suite, parse_metrics
 from etcd_users.analysis.suite import markdown as suite_markdown
 from etcd_users.analysis.suite import write_files as write_suite_files
@@ -288,6 +289,7 @@ def run_compare(args: argparse.Namespace) -> int:
     table, client_notes, client_bound_runs = add_client_columns(table, measured)
     notes = [run.window_note for run in measured] + [note for run in measured for note in run.notes] + server_notes
     notes += client_notes + [note for run in measured if (note := skew_note(run.run))]
+    notes += [note for run in measured if (note := staleness_note(run.run))]
     print(markdown_table(table))
     if notes:
         print()

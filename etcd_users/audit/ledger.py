@@ -70,6 +70,14 @@ class Ledger:
         index = int(digits)
         return index if index < self.size else -1
 
+    def mark(self, key: bytes) -> int:
+        """The mark of ``key``'s latest acknowledged write (revision << 1, | 1 for a delete); 0: none kept."""
+        index = self.index(key)
+        if index < 0:
+            return 0
+        latest = self.latest
+        return latest[index] if isinstance(latest, array) else latest.get(index, 0)
+
     def put(self, key: bytes, revision: int) -> None:
         self._keep(key, revision << 1)
 

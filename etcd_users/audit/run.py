@@ -1,7 +1,8 @@
 """The audit's life cycle in a run: a record of the acknowledged writes in each process that runs users, from the
 run's start; at its stop each such process reads its keys back (a worker sends its counts with its last report);
 at quitting the master (or single process) hashes every member, sums the counts and judges; at quit it prints the
-line, last, and adds a case to the ``--etcd-junit`` report.
+line, last, and adds a case to the ``--etcd-junit`` report; with ``--csv`` it writes ``PREFIX_audit.json`` and, when
+serializable reads were measured, ``PREFIX_staleness.csv``.
 
 ``AuditRun`` is the feature's hooks (``etcd_users.features``). The plugin calls ``on_quitting`` here once the workers
 have reported and the gates are judged, then ``exit_verdict``: a failed audit makes the exit code 4
@@ -10,6 +11,7 @@ have reported and the gates are judged, then ``exit_verdict``: a failed audit ma
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
+import csv
 import json
 import logging
 import os
@@ -20,10 +22,11 @@ from etcd_users.audit.hashkv import hash_members
 from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.readback import read_back
 from etcd_users.audit.record import RunRecord
+from etcd_users.audit.staleness import MemberStaleness, Staleness
 from etcd_users.audit.verdict import Audit, ProcessAudit
 from etcd_users.exit_code import AUDIT_EXIT_CODE, ExitVerdict
 from etcd_users.features import FeatureHooks
-from etcd_users.files import LOCAL_PROCESS, SUFFIXES
+from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
 from etcd_users.reporting import junit
 from etcd_users.run_context import run_context
 from etcd_users.settings import AuditSettings, SettingsError, settings_from_options
@@ -55,6 +58,7 @@ class AuditRun(FeatureHooks):
         options = environment.parsed_options
         self.on = hasattr(options, "etcd_endpoints") and not AuditSettings.read_one(options, "skip")
         context = run_context(environment)
+        context.final_staleness = lambda: self.staleness(environment)
         if context.role.is_master:
             self.workers = environment.runner.worker_count
             return
@@ -116,6 +120,24 @@ class AuditRun(FeatureHooks):
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         if prefix:
             _write_json(prefix + SUFFIXES["audit"], self.audit.as_json())
+            rows = self.audit.staleness().rows()
+            if rows:
+                _write_staleness(prefix + SUFFIXES["staleness"], rows)
+
+    def staleness(self, environment) -> dict[str, MemberStaleness]:
+        """The serializable reads of the run's processes per member, for the ``stale:`` gates (judged before
+        ``on_quitting``: the workers' last reports are in)."""
+        role = run_context(environment).role
+        if role.is_master:
+            processes = list(self.reports.values())
+        else:
+            if self.mine is None and self.on and role.runs_users:
+                self.mine = self._read_back(environment)
+            processes = [self.mine] if self.mine is not None else []
+        total = Staleness()
+        for process in processes:
+            total.add(Staleness.from_report(process.staleness).members)
+        return total.members
 
     def exit_verdict(self, environment) -> ExitVerdict | None:
         if self.audit is None or not self.audit.failed:
@@ -151,7 +173,15 @@ class AuditRun(FeatureHooks):
             revision, found = current.bridge.run(read_back, current.pool, ledger, first, end)
         except Exception as error:  # etcd refused the read (a member gone, or diverged): said, and the audit fails
             unread = KeyCounts(writes=ledger.writes, deletes=ledger.deletes)
-            return ProcessAudit(process, unread, run.watches, error=error_detail(error))
+            reads = run.reads
+            return ProcessAudit(
+                process,
+                unread,
+                run.watches,
+                error=error_detail(error),
+                reads=reads.counts,
+                staleness=reads.staleness.to_report(),
+            )
         counts = ledger.check(revision, found)
         return ProcessAudit(
             process,
@@ -160,7 +190,21 @@ class AuditRun(FeatureHooks):
             revision,
             time.perf_counter() - started,
             ledger.bytes_per_key(),
+            reads=run.reads.counts,
+            staleness=run.reads.staleness.to_report(),
         )
+
+
+def _write_staleness(path: str, rows: list[dict]) -> None:
+    partial = f"{path}.tmp"
+    try:
+        with open(partial, "w", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(STALENESS_COLUMNS)
+            writer.writerows([row[field] for field in STALENESS_FIELDS] for row in rows)
+        os.replace(partial, path)
+    except OSError as error:
+        logger.error("locust-etcd: error: could not write %s: %s", path, error.strerror or error)
 
 
 def _write_json(path: str, data: dict) -> None:

@@ -1,7 +1,8 @@
 """The audit's verdict from its parts: the members' hashes and each process's keys and watch streams read back.
 
 It fails on evidence: hashes that differ at one revision and compact revision, members that applied the same raft
-entries to different revisions (diverged), an acknowledged write lost, a watcher's events out of order or missed. It
+entries to different revisions (diverged), an acknowledged write lost, a watcher's events out of order or missed, a
+linearizable read that did not reflect an acknowledged write. It
 also fails when it could not be made: fewer than two members' hashes to compare (of several), compact revisions that
 stay apart, a process whose keys etcd would not read back: an audit never passes by saying nothing. A worker that sent
 no counts (lost: the workers' gate fails the run) and hashes a user without etcd's root role may not ask for are said,
@@ -15,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from etcd_users.audit.ledger import KeyCounts
+from etcd_users.audit.reads import ReadCounts, evidence_line
+from etcd_users.audit.staleness import Staleness
 from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.exit_code import AUDIT_EXIT_CODE
 from etcd_users.known_bugs import known_bug_lines, known_bug_names
@@ -117,6 +120,8 @@ class ProcessAudit:
     seconds: float = 0.0  # the read back and its arithmetic
     bytes_per_key: float = 0.0  # the ledger's memory per key
     error: str | None = None  # why its keys could not be read back
+    reads: ReadCounts = field(default_factory=ReadCounts)  # its linearizable reads judged
+    staleness: dict[str, list[str]] = field(default_factory=dict)  # its serializable reads: Staleness.to_report()
 
     def to_report(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,7 +129,12 @@ class ProcessAudit:
     @classmethod
     def from_report(cls, data: dict[str, Any]) -> ProcessAudit:
         return cls(
-            **{**data, "keys": KeyCounts(**data.get("keys", {})), "watches": WatchCounts(**data.get("watches", {}))}
+            **{
+                **data,
+                "keys": KeyCounts(**data.get("keys", {})),
+                "watches": WatchCounts(**data.get("watches", {})),
+                "reads": ReadCounts(**data.get("reads", {})),
+            }
         )
 
 
@@ -164,6 +174,20 @@ class Audit:
         return total
 
     @property
+    def reads(self) -> ReadCounts:
+        total = ReadCounts()
+        for process in self.processes:
+            total.add(process.reads)
+        return total
+
+    def staleness(self) -> Staleness:
+        """The serializable reads of every process, per member."""
+        total = Staleness()
+        for process in self.processes:
+            total.add(Staleness.from_report(process.staleness).members)
+        return total
+
+    @property
     def hashes_differ(self) -> bool:
         return self.hashes is not None and self.hashes.differ
 
@@ -188,7 +212,7 @@ class Audit:
         """Something was shown to be wrong: the members' data, a write, a watch."""
         watches = self.watches
         data = self.hashes_differ or bool(self.diverged) or self.lost > 0
-        return data or watches.disordered > 0 or watches.missed > 0
+        return data or watches.disordered > 0 or watches.missed > 0 or self.reads.violated > 0
 
     @property
     def failed(self) -> bool:
@@ -209,6 +233,9 @@ class Audit:
             if watches.owed:
                 part += f" ({watches.owed:,} still on their way when the watchers closed, not judged)"
             parts.append(part)
+        reads = self.reads
+        if reads.checked:
+            parts.append(f"{reads.checked:,} linearizable reads checked, {reads.violated:,} violations")
         errors = [f"{p.process}: {p.error}" for p in self.processes if p.error]
         if self.missing:
             errors.append(f"{self.missing} process{'es' * (self.missing > 1)} sent no counts")
@@ -277,6 +304,19 @@ class Audit:
                 f"audit: watch streams: {watches.disordered:,} events out of order or repeated, {watches.missed:,} "
                 f"acknowledged puts not delivered to a watcher (of {watches.watchers:,} watchers)"
             )
+        reads = self.reads
+        if reads.violated:
+            by_member = "; ".join(
+                f"{member}: " + ", ".join(f"{name} {count:,}" for name, count in sorted(names.items()))
+                for member, names in sorted(reads.violations.items())
+            )
+            lines.append(
+                f"audit: {reads.violated:,} linearizable reads did not reflect a write acknowledged before they were "
+                f"sent ({by_member})"
+            )
+            lines.extend(f"audit: linearizability violation: {evidence_line(item)}" for item in reads.evidence)
+            if reads.violated > len(reads.evidence):
+                lines.append(f"audit: {reads.violated - len(reads.evidence):,} more violations, counted only")
         lines.extend(f"audit: could not be checked: {reason}" for reason in self.unchecked)
         if self.evidence:
             lines.extend(f"audit: {line}" for line in self.known_bugs())
@@ -302,6 +342,8 @@ class Audit:
             "known_bugs": self.known_bugs() if self.evidence else [],
             "writes": {"acknowledged": self.writes, "lost": self.lost, "unexplained": self.unexplained},
             "watches": asdict(self.watches),
+            "reads": {**asdict(self.reads), "violated": self.reads.violated},
+            "staleness": self.staleness().rows(),
             "processes": [process.to_report() for process in self.processes],
             "missing_processes": self.missing,
         }

@@ -306,6 +306,7 @@ class RunSummary(FeatureHooks):
             "disruptions": run_file("disruptions"),
             "audit": run_file("audit"),
             "skew": run_file("skew"),
+            "staleness": (run_file("audit") or {}).get("staleness") or None,
             "members": member_figures(rows).to_dict() if rows is not None else None,
             "lost_workers": [lost.to_dict() for lost in context.lost_workers],
             "watch": context.watch_tally.summary() if context.watch_tally is not None else None,

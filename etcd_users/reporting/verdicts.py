@@ -3,20 +3,23 @@ after), written for CI at quit (``--etcd-junit``, ``$GITHUB_STEP_SUMMARY``) and 
 ends. Only a master or a single process judges: workers see a part of the load.
 
 ``disrupt:`` gates are judged on the windows of ``--etcd-disrupt`` (``etcd_users.disruptions.runner``), whatever the
-shape; ``member:`` gates on the worst member's own metrics over the run, from the rows the poller kept."""
+shape; ``member:`` gates on the worst member's own metrics over the run, from the rows the poller kept; ``stale:`` gates
+on the serializable reads' staleness per member, from the audit's counts."""
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import os
 import time
 
+from etcd_users.audit.staleness import MemberStaleness
 from etcd_users.exit_code import ExitVerdict
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting import disruption_gates as disruptions
-from etcd_users.reporting import junit, member_gates, sla, step_summary
+from etcd_users.reporting import junit, member_gates, sla, stale_gates, step_summary
 from etcd_users.reporting.member_figures import member_figures
 from etcd_users.settings import EtcdSettings, disruption_gates, request_gates
 from etcd_users.settings import member_gates as on_members
+from etcd_users.settings import stale_gates as on_staleness
 from etcd_users.shapes.protocol import JudgedShape
 
 
@@ -32,9 +35,10 @@ class GateVerdicts:
         shape: JudgedShape | None,
         windows: list[dict],
         member_rows: list[dict] = (),
+        staleness: dict[str, MemberStaleness] | None = None,
     ) -> None:
         """The gates on the final figures; ``windows``: the run's disruption windows, each with its cost;
-        ``member_rows``: the members' polled rows of the run."""
+        ``member_rows``: the members' polled rows of the run; ``staleness``: the serializable reads per member."""
         on_requests = request_gates(settings.gates.sla)
         if shape is not None and not shape.judges_whole_run:
             on_requests = ()  # a capacity search mixes passing and failing probes: its gates are judged per probe
@@ -43,6 +47,9 @@ class GateVerdicts:
         members = on_members(settings.gates.sla) if shape is None or shape.judges_whole_run else ()
         if members:
             judged += member_gates.judge(members, member_figures(member_rows))
+        stale = on_staleness(settings.gates.sla) if shape is None or shape.judges_whole_run else ()
+        if stale:
+            judged += stale_gates.judge(stale, staleness or {})
         self.results = sla.judge(environment, recorder, on_requests, judged) if on_requests or judged else []
 
     def write_reports(

@@ -30,6 +30,7 @@ from etcd_users.settings.gates import (
     parse_gates,
     parse_junit_path,
     request_gates,
+    stale_gates,
 )
 from etcd_users.settings.kubernetes import KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
@@ -85,6 +86,7 @@ __all__ = [
     "request_gates",
     "disruption_gates",
     "member_gates",
+    "stale_gates",
     "parse_prefix",
     "settings_from_options",
 ]

@@ -62,6 +62,12 @@ _MEMBER_GATE = re.compile(
 )
 _MEMBER_EXAMPLE = "member:fsync_p99<10ms, member:leader_changes<1 or member:db_quota<80%"
 
+# a gate on the staleness of serializable reads (etcd_users.audit.reads), judged on the worst member: milliseconds
+# behind (stale:p99<100ms), or revisions behind (stale:revisions:p99<50)
+STALE = "stale"
+STALE_REVISIONS = "revisions"
+_STALE_EXAMPLE = "stale:p99<100ms or stale:revisions:p99<50"
+
 # ready sets: a name inside --etcd-sla that stands for the gates it expands to (docs/gates.md gives their sources)
 READY_SETS = {
     # the etcd thresholds of Kubernetes' scale tests: kube-burner's etcd alerts (WAL fsync P99 above 10 ms, peer
@@ -86,12 +92,15 @@ class Gate(NamedTuple):
     unit: str  # a latency unit, "%" or "" (errors as a count, qps)
     disrupt: bool = False  # judged on each window of --etcd-disrupt, not on the whole run
     member: bool = False  # judged on the members' own metrics (the worst member), metric one of MEMBER_METRICS
+    stale: bool = False  # judged on the serializable reads' staleness (the worst member); name "revisions" or None
 
     @property
     def label(self) -> str:
         if self.member:
             return f"{MEMBER} {self.metric}"
         metric = f"p{self.percentile:g}" if self.metric == "percentile" else self.metric
+        if self.stale:
+            return f"{STALE} {self.name} {metric}" if self.name else f"{STALE} {metric}"
         if self.disrupt:  # no name: every request name, no aggregate (the costs are per name)
             return f"{DISRUPT} {self.name} {metric}" if self.name else f"{DISRUPT} {metric}"
         return f"{self.name or AGGREGATED} {metric}"
@@ -133,6 +142,8 @@ def parse_gate(text: str) -> Gate:
         return _disrupt_gate(gate, rest)
     if colon and head.strip().lower() == MEMBER:
         return _member_gate(gate, rest)
+    if colon and head.strip().lower() == STALE:
+        return _stale_gate(gate, rest)
     parsed = _parse(gate, gate)
     if parsed.metric == "gap":
         raise _gate_error(gate, "judges a gap, which only a disruption has (write disrupt:gap<2s with --etcd-disrupt)")
@@ -175,7 +186,29 @@ def _member_gate(gate: str, body: str) -> Gate:
     return Gate(gate, None, metric, None, op, threshold, unit, member=True)
 
 
-def _parse(gate: str, body: str, disrupt: bool = False) -> Gate:
+def _stale_gate(gate: str, body: str) -> Gate:
+    """``stale:[revisions:]METRIC<VALUE``: pNN or max of the milliseconds (a latency unit) or revisions (no unit)."""
+
+    def refused(why: str) -> SlaError:
+        return SlaError(
+            f"--etcd-sla: {shown(gate)} {why}: expected stale:[revisions:]METRIC<VALUE such as {_STALE_EXAMPLE}"
+        )
+
+    head, colon, rest = body.partition(":")
+    revisions = bool(colon) and head.strip().lower() == STALE_REVISIONS
+    try:
+        parsed = _parse(gate, rest if revisions else body, counts=revisions)
+    except SlaError as error:
+        why = str(error).partition(f"{shown(gate)} ")[2].partition(": expected")[0] or "is not a gate"
+        raise refused(why) from None
+    if parsed.name is not None:
+        raise refused(f"judges {shown(parsed.name)} (stale: takes milliseconds, or revisions:)")
+    if parsed.metric not in ("percentile", "max"):
+        raise refused(f"asks for {parsed.metric} (stale: takes pNN or max)")
+    return parsed._replace(text=gate, name=STALE_REVISIONS if revisions else None, stale=True)
+
+
+def _parse(gate: str, body: str, disrupt: bool = False, counts: bool = False) -> Gate:
     def refused(why: str) -> SlaError:
         return _gate_error(gate, why, disrupt)
 
@@ -198,7 +231,10 @@ def _parse(gate: str, body: str, disrupt: bool = False) -> Gate:
         raise refused(f"has an unknown metric {shown(match['metric'])} (gap, p99, p99.9 or errors)")
     else:
         raise refused(f"has an unknown metric {shown(match['metric'])} (pNN, mean, max, errors or qps)")
-    if metric in ("percentile", "mean", "max", "gap"):
+    if counts:
+        if unit:
+            raise refused(f"has the unit {shown(unit)} (revisions take none)")
+    elif metric in ("percentile", "mean", "max", "gap"):
         if unit not in LATENCY_UNITS:
             why = "has no unit" if not unit else f"has the unit {shown(unit)}"
             raise refused(f"{why} (latencies take us, ms or s)")
@@ -215,13 +251,17 @@ def _parse(gate: str, body: str, disrupt: bool = False) -> Gate:
 
 
 def request_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
-    """The gates judged on requests over a span of time (the run, a level, a window): all but ``disrupt:`` and
-    ``member:``."""
-    return tuple(gate for gate in gates if not gate.disrupt and not gate.member)
+    """The gates judged on requests over a span of time (the run, a level, a window): all but ``disrupt:``,
+    ``member:`` and ``stale:``."""
+    return tuple(gate for gate in gates if not gate.disrupt and not gate.member and not gate.stale)
 
 
 def member_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
     return tuple(gate for gate in gates if gate.member)
+
+
+def stale_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
+    return tuple(gate for gate in gates if gate.stale)
 
 
 def disruption_gates(gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
@@ -289,7 +329,9 @@ class GateSettings(OptionGroup):
         "errors<0.1%,qps>1000 (no NAME: all requests); disrupt:[NAME:]METRIC<VALUE (gap, p99, p99.9, errors) "
         "judges each window of --etcd-disrupt, e.g. disrupt:gap<2s; member:METRIC<VALUE (fsync_p99, commit_p99, "
         "peer_rtt_p99, snapshot_p99, leader_changes, slow_applies, db_quota) judges the worst member's own metrics, "
-        "e.g. member:fsync_p99<10ms (needs --etcd-metrics-interval); kubernetes-etcd stands for Kubernetes' etcd "
+        "e.g. member:fsync_p99<10ms (needs --etcd-metrics-interval); stale:METRIC<VALUE judges how far behind the "
+        "worst member's serializable reads were, in time (stale:p99<100ms) or revisions (stale:revisions:p99<50); "
+        "kubernetes-etcd stands for Kubernetes' etcd "
         "thresholds. Each is printed with PASS or FAIL, and a failed gate makes the exit code 3.",
         parse=_gates,
     )
