@@ -35,9 +35,61 @@ def _import_grpc_without_fork_support() -> None:
 
 _import_grpc_without_fork_support()  # before any test module imports grpc
 
+
+def _keep_the_hub_alive_in_an_xdist_worker() -> None:
+    """pytest-xdist's worker waits for its next test on an Event that its receiving thread (a native thread, started
+    before Locust's import patched threading) sets; the Event, made after the patch, is gevent's, and a hub with
+    nothing else to wait for gives up on it at once (LoopExit: "This operation would block forever"). A greenlet that
+    only sleeps keeps the hub waiting until the other thread wakes it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import gevent
+
+    def sleep_forever() -> None:
+        while True:
+            gevent.sleep(60)
+
+    gevent.spawn(sleep_forever)
+
+
+_keep_the_hub_alive_in_an_xdist_worker()
+
 from support import REPO, SMALL_SUITE  # noqa: E402
 
 from etcd_users.local import ClusterError, LocalCluster  # noqa: E402
+
+# In parallel runs (pytest-xdist, ``--dist loadgroup``, see README.md) every end-to-end module is one unit of work, run
+# whole by one worker with that worker's own etcd1/etcd3, in its order; modules that share a session fixture that is
+# costly to make run in one worker, so that it is made once. The unit tests stay single tests, spread over the workers.
+SHARED_GROUPS = {"test_suite.py": "small_suite", "test_analysis_suite.py": "small_suite"}
+# The longest units, longest first (seconds of a serial run, measured): a worker that takes one of them late would
+# end the run alone, so they are handed out first; the rest follow in file order, then the unit tests, which fill in.
+LONGEST_UNITS = ()
+
+
+def unit_of_work(item: pytest.Item) -> str | None:
+    """The group an end-to-end test runs in (a module, or SHARED_GROUPS' name); None for a unit test."""
+    if item.path.parent.name != "e2e":
+        return None
+    return SHARED_GROUPS.get(item.path.name, item.path.name)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers with --dist loadgroup
+        return
+    for item in items:
+        group = unit_of_work(item)
+        if group is not None and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(group))
+
+    def rank(item: pytest.Item) -> int:
+        group = unit_of_work(item)
+        if group is None:
+            return len(LONGEST_UNITS) + 1
+        return LONGEST_UNITS.index(group) if group in LONGEST_UNITS else len(LONGEST_UNITS)
+
+    items.sort(key=rank)  # stable: each module keeps its own order
 
 
 @contextmanager
