@@ -62,9 +62,21 @@ from etcd_users.local import ClusterError, LocalCluster  # noqa: E402
 # whole by one worker with that worker's own etcd1/etcd3, in its order; modules that share a session fixture that is
 # costly to make run in one worker, so that it is made once. The unit tests stay single tests, spread over the workers.
 SHARED_GROUPS = {"test_suite.py": "small_suite", "test_analysis_suite.py": "small_suite"}
-# The longest units, longest first (seconds of a serial run, measured): a worker that takes one of them late would
-# end the run alone, so they are handed out first; the rest follow in file order, then the unit tests, which fill in.
-LONGEST_UNITS = ()
+# The longest units, longest first (seconds of a serial run of tests/e2e on 2 busy cores): a worker that took one of
+# them late would end the run alone, so they are handed out first; the rest follow in file order, then the unit tests.
+LONGEST_UNITS = (
+    "test_docs_commands.py",  # 440 s
+    "test_faults.py",  # 110 s
+    "test_prometheus.py",  # 85 s
+    "test_live_levels.py",  # 80 s
+    "test_security.py",  # 80 s
+    "test_users.py",  # 70 s
+    "test_safety.py",  # 65 s
+    "test_disruptions.py",  # 60 s
+    "test_kubernetes.py",  # 60 s
+    "test_space.py",  # 50 s
+    "small_suite",  # 50 s
+)
 
 
 def unit_of_work(item: pytest.Item) -> str | None:
