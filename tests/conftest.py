@@ -58,10 +58,10 @@ from support import REPO, SMALL_SUITE  # noqa: E402
 
 from etcd_users.local import ClusterError, LocalCluster  # noqa: E402
 
-# In parallel runs (pytest-xdist, ``--dist loadgroup``, see README.md) every end-to-end module is one unit of work, run
-# whole by one worker with that worker's own etcd1/etcd3, in its order; modules that share a session fixture that is
-# costly to make run in one worker, so that it is made once. The unit tests stay single tests, spread over the workers.
-SHARED_GROUPS = {"test_suite.py": "small_suite", "test_analysis_suite.py": "small_suite"}
+# In parallel runs (pytest-xdist's -n, see README.md) every end-to-end module is one unit of work, run whole and in
+# its order by one worker, with that worker's own etcd1/etcd3; modules that share a session fixture that is costly to
+# make are one unit, so that it is made once. The unit tests stay single tests, spread over the workers.
+SHARED_UNITS = {"test_suite.py": "small_suite", "test_analysis_suite.py": "small_suite"}
 # The longest units, longest first (seconds of a serial run of tests/e2e on 2 busy cores): a worker that took one of
 # them late would end the run alone, so they are handed out first; the rest follow in file order, then the unit tests.
 LONGEST_UNITS = (
@@ -79,27 +79,36 @@ LONGEST_UNITS = (
 )
 
 
-def unit_of_work(item: pytest.Item) -> str | None:
-    """The group an end-to-end test runs in (a module, or SHARED_GROUPS' name); None for a unit test."""
-    if item.path.parent.name != "e2e":
-        return None
-    return SHARED_GROUPS.get(item.path.name, item.path.name)
+def unit_of_work(nodeid: str) -> str:
+    """The unit a test runs in: its end-to-end module (or SHARED_UNITS' name), or the unit test alone."""
+    path = nodeid.split("::", 1)[0]
+    if not path.startswith("tests/e2e/"):
+        return nodeid
+    name = path.rsplit("/", 1)[-1]
+    return SHARED_UNITS.get(name, name)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist's scheduling by scope (--no-loadscope-reorder keeps the order below), the scopes being unit_of_work's."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitsOfWork(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of_work(nodeid)
+
+    return UnitsOfWork(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers with --dist loadgroup
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the order of a serial run stays the files' order
         return
-    for item in items:
-        group = unit_of_work(item)
-        if group is not None and not any(item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(group))
 
     def rank(item: pytest.Item) -> int:
-        group = unit_of_work(item)
-        if group is None:
+        unit = unit_of_work(item.nodeid)
+        if unit == item.nodeid:  # a unit test
             return len(LONGEST_UNITS) + 1
-        return LONGEST_UNITS.index(group) if group in LONGEST_UNITS else len(LONGEST_UNITS)
+        return LONGEST_UNITS.index(unit) if unit in LONGEST_UNITS else len(LONGEST_UNITS)
 
     items.sort(key=rank)  # stable: each module keeps its own order
 

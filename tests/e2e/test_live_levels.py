@@ -241,14 +241,15 @@ def test_the_web_uis_sla_tab_shows_each_level_judged_so_far(etcd1, tmp_out):
     record_path = tmp_out / "ui-steps_shape.json"
 
     def decided() -> list[dict] | None:
-        """The record's levels once the run has decided each: every level ended, and every level whose users were all
+        """The record's levels once the run has decided each: the plan ended, and every level whose users were all
         running judged, its log line written (a level whose users never all ran, on a busy machine, has no verdict)."""
         if not record_path.is_file():
             return None
-        levels = json.loads(record_path.read_text())["levels"]
-        logged = [line.split("'")[1] for line in level_lines(ui.process.output()[1])]
-        if any(level["ended_at"] is None for level in levels):
+        record = json.loads(record_path.read_text())
+        if record["ended_at"] is None:
             return None
+        levels = record["levels"]
+        logged = [line.split("'")[1] for line in level_lines(ui.process.output()[1])]
         return levels if logged == [level["name"] for level in levels if level["running_at"] is not None] else None
 
     with web_ui(tmp_out, *args) as ui:
