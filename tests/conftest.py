@@ -35,9 +35,82 @@ def _import_grpc_without_fork_support() -> None:
 
 _import_grpc_without_fork_support()  # before any test module imports grpc
 
+
+def _keep_the_hub_alive_in_an_xdist_worker() -> None:
+    """pytest-xdist's worker waits for its next test on an Event that its receiving thread (a native thread, started
+    before Locust's import patched threading) sets; the Event, made after the patch, is gevent's, and a hub with
+    nothing else to wait for gives up on it at once (LoopExit: "This operation would block forever"). A greenlet that
+    only sleeps keeps the hub waiting until the other thread wakes it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import gevent
+
+    def sleep_forever() -> None:
+        while True:
+            gevent.sleep(60)
+
+    gevent.spawn(sleep_forever)
+
+
+_keep_the_hub_alive_in_an_xdist_worker()
+
 from support import REPO, SMALL_SUITE  # noqa: E402
 
 from etcd_users.local import ClusterError, LocalCluster  # noqa: E402
+
+# In parallel runs (pytest-xdist's -n, see README.md) every end-to-end module is one unit of work, run whole and in
+# its order by one worker, with that worker's own etcd1/etcd3; modules that share a session fixture that is costly to
+# make are one unit, so that it is made once. The unit tests stay single tests, spread over the workers.
+SHARED_UNITS = {"test_suite.py": "small_suite", "test_analysis_suite.py": "small_suite"}
+# The longest units, longest first (seconds of a serial run of tests/e2e on 2 busy cores): a worker that took one of
+# them late would end the run alone, so they are handed out first; the rest follow in file order, then the unit tests.
+LONGEST_UNITS = (
+    "test_docs_commands.py",  # 440 s
+    "test_faults.py",  # 110 s
+    "test_prometheus.py",  # 85 s
+    "test_live_levels.py",  # 80 s
+    "test_security.py",  # 80 s
+    "test_users.py",  # 70 s
+    "test_safety.py",  # 65 s
+    "test_disruptions.py",  # 60 s
+    "test_kubernetes.py",  # 60 s
+    "test_space.py",  # 50 s
+    "small_suite",  # 50 s
+)
+
+
+def unit_of_work(nodeid: str) -> str:
+    """The unit a test runs in: its end-to-end module (or SHARED_UNITS' name), or the unit test alone."""
+    path = nodeid.split("::", 1)[0]
+    if not path.startswith("tests/e2e/"):
+        return nodeid
+    name = path.rsplit("/", 1)[-1]
+    return SHARED_UNITS.get(name, name)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist's scheduling by scope (--no-loadscope-reorder keeps the order below), the scopes being unit_of_work's."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitsOfWork(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of_work(nodeid)
+
+    return UnitsOfWork(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the order of a serial run stays the files' order
+        return
+
+    def rank(item: pytest.Item) -> int:
+        unit = unit_of_work(item.nodeid)
+        if unit == item.nodeid:  # a unit test
+            return len(LONGEST_UNITS) + 1
+        return LONGEST_UNITS.index(unit) if unit in LONGEST_UNITS else len(LONGEST_UNITS)
+
+    items.sort(key=rank)  # stable: each module keeps its own order
 
 
 @contextmanager

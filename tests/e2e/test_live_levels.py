@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,16 @@ from checks import assert_no_traceback, refusal_line
 from support import free_port, run_analysis, run_locust, start_locust
 
 from etcd_users.reporting.level_verdicts import KEEP_UP, KEEP_UP_GATE
+from etcd_users.shapes.judging import WAIT_S
 
 pytestmark = pytest.mark.e2e
 
 LOOSE_GATE = "put:p99<2s"
 SEARCH_MAX = 16000
+# a probe's users are all running once the workers' reports say so (every 3 s) after its ramp: 8 s leave a probe a few
+# whole seconds to be judged on even when a busy machine delays the spawning and the reports
+PROBE_S = 8
+PROBES_AT_MOST = 5  # 2000, 4000, 8000, 16000 QPS, then one bisection probe
 P99_LIMIT_MS = 2000.0
 QPS_LIMIT = 200.0
 # no QPS level above the baseline can pass both: below QPS_LIMIT is below KEEP_UP of its plan
@@ -33,6 +39,7 @@ STEPS = (
     "--shape-baseline-qps", "50", "--shape-baseline-time", "5",
     "--shape-step-qps", "200", "--shape-step-time", "5", "--shape-max-qps", "450", "--shape-spike-time", "0",
 )  # fmt: skip
+STEPS_PLAN_S = 15  # the three levels' planned seconds
 assert QPS_LIMIT < KEEP_UP * 250
 
 
@@ -143,12 +150,14 @@ def test_capacity_search_with_two_workers_brackets_the_capacity_by_its_own_probe
         "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--expect-workers", "2",
         "--etcd-endpoints", ",".join(etcd1.endpoints), "--etcd-prefix", "/capacity-e2e/", "--etcd-cleanup",
         "--etcd-user-rate", "50", "--etcd-sla", LOOSE_GATE, "--shape-search-start", "2000",
-        "--shape-search-max", str(SEARCH_MAX), "--shape-search-rounds", "1", "--shape-step-time", "4", "EtcdPutUser",
+        "--shape-search-max", str(SEARCH_MAX), "--shape-search-rounds", "1", "--shape-step-time", str(PROBE_S),
+        "EtcdPutUser",
         log_dir=tmp_out,
     )  # fmt: skip
     worker = ("-f", "locustfile.py", "--worker", "--master-host", "127.0.0.1", "--master-port", str(port))
     with master, start_locust(*worker, log_dir=tmp_out) as first, start_locust(*worker, log_dir=tmp_out) as second:
-        finished = master.finish(timeout=120)
+        # each probe, then up to WAIT_S for its verdict, twice over for a busy machine, and a minute to start and stop
+        finished = master.finish(timeout=2 * PROBES_AT_MOST * (PROBE_S + WAIT_S) + 60)
         for process in (first, second):
             assert process.finish(timeout=30).returncode == 0
     assert_no_traceback(finished.stderr)
@@ -159,9 +168,13 @@ def test_capacity_search_with_two_workers_brackets_the_capacity_by_its_own_probe
     print("\n".join(f"{p['level']}: {p['qps']:g} QPS {p['verdict']} {p['achieved_qps']}" for p in probes))
     assert finished.returncode == (0 if capacity["capacity_qps"] is not None else 3), finished.stderr[-3000:]
 
-    # every probe is a level of the record, with the same verdict, and a log line
+    # every probe is a level of the record, with the same verdict; a probe whose users were all running is judged
+    # and has a log line (its verdict, or "not judged"), one whose users never were (a busy machine spawned them or
+    # reported them too late) has neither
     assert [(p["level"], p["verdict"]) for p in probes] == [(lv["name"], lv["verdict"]) for lv in shape["levels"]]
-    assert len(level_lines(finished.stderr)) == len(probes)
+    running = [lv["name"] for lv in shape["levels"] if lv["running_at"] is not None]
+    assert [line.split("'")[1] for line in level_lines(finished.stderr)] == running, finished.stderr[-3000:]
+    assert all(lv["verdict"] is None for lv in shape["levels"] if lv["name"] not in running), shape["levels"]
     judged = [p for p in probes if p["verdict"] is not None]
     if len(judged) < len(probes):
         # a master marks a level running once the workers report its user count (every 3 s): after the overloaded
@@ -219,26 +232,51 @@ def test_the_web_uis_sla_tab_shows_each_level_judged_so_far(etcd1, tmp_out):
     def level_rows(stats: dict) -> list[dict]:
         return [row for row in extended(stats, "etcd-sla") if row["name"].startswith("level '")]
 
+    prefix = tmp_out / "ui-steps"
     args = (
-        "-f", "locustfile.py,shapes/step_spike.py", "--autostart", "EtcdPutUser",
+        "-f", "locustfile.py,shapes/step_spike.py", "--autostart", "EtcdPutUser", "--csv", str(prefix),
         "--etcd-endpoints", ",".join(etcd1.endpoints), "--etcd-prefix", "/live-levels-ui/", "--etcd-cleanup",
         *STEPS, "--etcd-sla", GATES,
     )  # fmt: skip
+    record_path = tmp_out / "ui-steps_shape.json"
+
+    def decided() -> list[dict] | None:
+        """The record's levels once the run has decided each: the plan ended, and every level whose users were all
+        running judged, its log line written (a level whose users never all ran, on a busy machine, has no verdict)."""
+        if not record_path.is_file():
+            return None
+        record = json.loads(record_path.read_text())
+        if record["ended_at"] is None:
+            return None
+        levels = record["levels"]
+        logged = [line.split("'")[1] for line in level_lines(ui.process.output()[1])]
+        return levels if logged == [level["name"] for level in levels if level["running_at"] is not None] else None
+
     with web_ui(tmp_out, *args) as ui:
-        ui.wait_for(lambda stats: stats["state"] == "stopped", "the shape's end", timeout=90)
-        ended = ui.wait_for(lambda stats: len(level_rows(stats)) == 3, "the three levels' verdicts", timeout=30)
+        # the plan, twice over for a busy machine, and half a minute to start
+        ui.wait_for(lambda stats: stats["state"] == "stopped", "the shape's end", timeout=2 * STEPS_PLAN_S + 30)
+        deadline = time.monotonic() + STEPS_PLAN_S + 2 * WAIT_S  # a verdict waits WAIT_S at most for its data
+        while (levels := decided()) is None:
+            assert time.monotonic() < deadline, f"the run did not judge its levels\n{ui.process.output()[1][-3000:]}"
+            time.sleep(0.5)
+        judged = {level["name"]: level for level in levels if level["verdict"] is not None}
+        print("\n".join(f"{level['name']}: {level['verdict']} running at {level['running_at']}" for level in levels))
+        ended = ui.wait_for(lambda stats: len(level_rows(stats)) == len(judged), "the judged levels' verdicts")
         gates = [row for row in extended(ended, "etcd-sla") if not row["name"].startswith("level '")]
         # the run's gates on everything so far
         assert [row["name"] for row in gates] == ["put p99 < 2s", f"put qps < {QPS_LIMIT:g}"]
-        levels = level_rows(ended)
         planned = {"baseline": 50, "step 1": 250, "step 2": 450}
-        assert [level["name"] for level in levels] == [f"level '{name}' at {qps} QPS" for name, qps in planned.items()]
-        for level, qps in zip(levels, planned.values(), strict=True):
-            # the verdict shown is the rules' on the figures shown; a step fails on any machine
-            passes = [shown_check_passes(part, qps) for part in level["measured"].split("; ")]
-            assert len(passes) == 3, level
-            assert level["verdict"] == ("pass" if all(passes) else "FAIL"), level
-            assert qps == 50 or level["verdict"] == "FAIL", level
+        assert [(level["name"], level["qps"]) for level in levels] == list(planned.items())
+        shown = level_rows(ended)
+        assert [row["name"] for row in shown] == [f"level '{name}' at {planned[name]} QPS" for name in judged]
+        for row, (name, level) in zip(shown, judged.items(), strict=True):
+            # the verdict shown is the run's, and the rules' on the figures shown; a step fails on any machine
+            qps = planned[name]
+            assert row["verdict"] == level["verdict"], (row, level)
+            passes = [shown_check_passes(part, qps) for part in row["measured"].split("; ")]
+            assert len(passes) == 3, row
+            assert row["verdict"] == ("pass" if all(passes) else "FAIL"), row
+            assert qps == 50 or row["verdict"] == "FAIL", row
         # whether the whole run passed its QPS gate depends on the machine: the exit code says what the tab said
         ui.process.terminate()
         finished = ui.process.finish(timeout=60)

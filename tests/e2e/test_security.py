@@ -86,7 +86,10 @@ def add_reader(client) -> None:
     client.authstub.UserGrantRole(rpc_pb2.AuthUserGrantRoleRequest(user=READER, role=READER))
 
 
-def put_run(cluster: LocalCluster, out: Path, *args: str, users: int = 4, seconds: int = 2):
+PUT_RUN_USERS = 4
+
+
+def put_run(cluster: LocalCluster, out: Path, *args: str, users: int = PUT_RUN_USERS, seconds: int = 2):
     """A headless EtcdPutUser run; ``args`` come after the endpoints and may add the TLS and auth options."""
     args = ("--etcd-timeout", "3", *args, "EtcdPutUser")
     return run_locust(*headless_args(cluster, out / "run", *args, users=users, seconds=seconds), timeout=90)
@@ -194,11 +197,15 @@ def test_tls_files_without_an_https_endpoint_are_refused(certs, endpoints):
 
 def test_a_user_limited_to_the_prefix_runs_clean(auth_etcd, certs, tmp_out):
     result = put_run(auth_etcd, tmp_out, "--etcd-cacert", str(certs.ca), "--etcd-user", f"{USER}:{PASSWORD}")
-    puts = assert_clean_puts(result, tmp_out)
     root = etcd_client(auth_etcd.endpoints[0], certs, user="root", password=ROOT_PASSWORD)
-    written = root.get_prefix_response(PREFIX, count_only=True).count
-    assert 0 < written <= puts
-    root.delete_prefix(PREFIX)
+    try:
+        puts = assert_clean_puts(result, tmp_out)
+        written = root.get_prefix_response(PREFIX, count_only=True).count
+        # a put in flight when the run stopped (one per user at most, more often on a busy machine) is applied by
+        # etcd but not counted by Locust
+        assert 0 < written <= puts + PUT_RUN_USERS
+    finally:
+        root.delete_prefix(PREFIX)  # the module's later tests expect the prefix empty, even after a failure here
 
 
 def test_a_wrong_password_names_the_user_and_never_shows_a_password(auth_etcd, certs, tmp_out):
