@@ -102,7 +102,7 @@ def test_without_endpoints_the_workers_use_the_masters_local_etcd_and_options(tm
             finished = master.finish(timeout=60)
             worker_run = worker.finish(timeout=30)
     assert finished.returncode == 0, finished.stderr[-3000:]
-    started = re.search(r"started a local etcd \(1 member\): (http://127\.0\.0\.1:\d+)", finished.stderr)
+    started = re.search(r"started a local etcd \(1 member, etcd [^)]*\): (http://127\.0\.0\.1:\d+)", finished.stderr)
     assert started, finished.stderr[-3000:]
     assert worker_run.returncode == 0, worker_run.stderr[-3000:]
     assert_no_traceback(worker_run.stderr)
