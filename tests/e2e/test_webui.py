@@ -301,7 +301,8 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
             page.get_by_text("Custom parameters").click()
             custom = page.locator(".MuiAccordionDetails-root").filter(has=page.locator('[name="etcdEndpoints"]'))
             names = [field.get_attribute("name") for field in custom.locator("input[name], select[name]").all()]
-            assert names[:5] == ["etcdEndpoints", "etcdTarget", "etcdSla", "etcdLocalMembers", "etcdConns"], names
+            first = ["etcdEndpoints", "etcdTarget", "etcdSla", "etcdLocalMembers", "etcdLocalBinary", "etcdConns"]
+            assert names[:6] == first, names
             # choices as drop-downs
             for name, options in (
                 ("etcdTarget", ["round-robin", "leader"]),
