@@ -37,8 +37,11 @@ def test_a_single_member_frozen_half_a_second_leaves_a_gap_of_half_a_second_acro
     put = put_cost(window)
     assert 450 <= put["gap_ms"] <= 750, put
     assert put["gap_s"] == pytest.approx(put["gap_ms"] / 1000)
-    # the puts the frozen member held came back after it: the span's P99 is about the freeze, not diluted by its second
-    assert put["p99_ms"] >= 300, put
+    # the 8 puts the frozen member held came back after it, among the span's other successes (its 100 ms slots and its
+    # tail): P99.9 sees them at any rate under 8,000 successes in the span; P99 only under 800, which a quick machine
+    # passes, so it is not asserted
+    assert put["p999_ms"] >= 300, put
+    assert put["p99_ms"] <= put["p999_ms"], put
     assert f"cost: put: longest gap without a success {put['gap_ms']:g} ms" in result.stderr
     analysis = run_analysis(prefix, "--out", tmp_out / "analysis")
     assert analysis.returncode == 0, analysis.stderr
