@@ -134,7 +134,7 @@ ACTIONS: dict[str, Action] = {
             True,
             f"{_UPGRADE_MODULE}:rollback",
             "restarts an upgraded member on the etcd the cluster started with; when etcd refuses (the cluster version "
-            "is the new one), the window fails with etcd's reason and the member runs its binary again",
+            "is the new one), the window fails with etcd's reason and the member is started again on the binary it ran",
             lasts_s=60.0,
         ),
         Action(
