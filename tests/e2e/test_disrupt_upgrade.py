@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from checks import assert_no_traceback
+from checks import assert_no_traceback, refusal_line
 from support import HEADLESS, run_locust
 
 from etcd_users.exit_code import SLA_EXIT_CODE
@@ -110,3 +110,37 @@ def test_a_rollback_holds_while_the_cluster_is_mixed_and_fails_with_etcd_s_reaso
     assert f"SLA disrupt rollback:follower@16s gap < 3600s: the action failed: {reason} FAIL" in output
     assert refused["cost"] and refused["cost"][0]["requests"] > 0  # measured like any other window
     assert_audit_passed(prefix, output)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ("--etcd-disrupt", "upgrade:all@3s"),
+            "--etcd-disrupt: 'upgrade:all@3s' upgrades members to --etcd-upgrade-binary, which is not given; add "
+            "--etcd-upgrade-binary PATH|VERSION",
+        ),
+        (
+            ("--etcd-disrupt", "upgrade:all@3s", "--etcd-upgrade-binary", "9.9"),
+            "--etcd-upgrade-binary: no etcd 9.9 found here; the etcds found: ",
+        ),
+        (
+            (
+                "--etcd-disrupt",
+                "upgrade:all@3s",
+                "--etcd-upgrade-binary",
+                "3.5",
+                "--etcd-endpoints",
+                "http://127.0.0.1:1",
+            ),
+            "--etcd-upgrade-binary: chooses an etcd the tool starts, and --etcd-endpoints gives a cluster of your own",
+        ),
+        (
+            ("--etcd-disrupt", "rollback:all@3s", "--etcd-local-members", "3"),
+            "--etcd-disrupt: 'rollback:all@3s' rolls back an upgrade, and no upgrade comes before it",
+        ),
+    ],
+)
+def test_each_refused_upgrade_is_one_line(tmp_out, args, line):
+    refused = refusal_line(run_locust(*HEADLESS, "-u", "1", "-r", "1", "-t", "1s", *args, "EtcdPutUser", timeout=60))
+    assert refused.startswith(f"locust-etcd: error: {line}"), refused
