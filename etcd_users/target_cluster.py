@@ -47,14 +47,14 @@ class TargetCluster:
             options.etcd_endpoints = ",".join(cluster.endpoints)
             settings = settings_from_options(options)
         elif self.local is None:
-            for flag, given in (
-                (LOCAL_BINARY_FLAG, settings.local_binary),
-                (UPGRADE_FLAG, settings.disruptions.upgrade_binary),
+            for flag, given, what in (
+                (LOCAL_BINARY_FLAG, settings.local_binary, "the etcd the tool starts"),
+                (UPGRADE_FLAG, settings.disruptions.upgrade_binary, "the etcd the tool upgrades its local etcd to"),
             ):
                 if given.strip():
                     raise SettingsError(
-                        f"{flag}: chooses an etcd the tool starts, and --etcd-endpoints gives a cluster of your own; "
-                        "leave one of them out"
+                        f"{flag}: chooses {what}, and --etcd-endpoints gives a cluster of your own; leave one of "
+                        "them out"
                     )
         if self.local is not None:  # the web UI's form may bring another
             upgrade = _upgrade_binary(settings.disruptions.upgrade_binary, self.local.binary)

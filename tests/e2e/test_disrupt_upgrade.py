@@ -133,7 +133,8 @@ def test_a_rollback_holds_while_the_cluster_is_mixed_and_fails_with_etcd_s_reaso
                 "--etcd-endpoints",
                 "http://127.0.0.1:1",
             ),
-            "--etcd-upgrade-binary: chooses an etcd the tool starts, and --etcd-endpoints gives a cluster of your own",
+            "--etcd-upgrade-binary: chooses the etcd the tool upgrades its local etcd to, and --etcd-endpoints gives a "
+            "cluster of your own",
         ),
         (
             ("--etcd-disrupt", "rollback:all@3s", "--etcd-local-members", "3"),

@@ -118,8 +118,8 @@ def test_the_upgrade_binary_with_endpoints_of_one_s_own_is_refused_before_any_et
     with pytest.raises(SettingsError) as refused:
         target.settings(options)
     assert str(refused.value) == (
-        f"{FLAG}: chooses an etcd the tool starts, and --etcd-endpoints gives a cluster of your own; leave one of "
-        "them out"
+        f"{FLAG}: chooses the etcd the tool upgrades its local etcd to, and --etcd-endpoints gives a cluster of your "
+        "own; leave one of them out"
     )
     assert target.local is None
 
