@@ -57,14 +57,15 @@ class TargetCluster:
                         "them out"
                     )
         if self.local is not None:  # the web UI's form may bring another
-            upgrade = _upgrade_binary(settings.disruptions.upgrade_binary, self.local.binary)
+            upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, self.local.binary)
             self.local.upgrade_binary = upgrade.path if upgrade else None
         return settings
 
     def _start_local(self, settings: EtcdSettings) -> LocalCluster:
         members, enable_pprof = settings.local_members, settings.monitoring.local_pprof
         binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
-        upgrade = _upgrade_binary(settings.disruptions.upgrade_binary, binary.path)  # refused before any etcd starts
+        # an unknown one is refused before any etcd starts
+        upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, binary.path)
         cluster = LocalCluster(
             members=members, enable_pprof=enable_pprof, binary=binary.path, upgrade_binary=upgrade and upgrade.path
         )
@@ -89,7 +90,7 @@ class TargetCluster:
             self.local = None
 
 
-def _upgrade_binary(choice: str, first: str) -> EtcdBinary | None:
+def choose_upgrade_binary(choice: str, first: str) -> EtcdBinary | None:
     """The etcd ``--etcd-upgrade-binary`` names (None: not given), another than the local etcd's ``first``."""
     if not choice.strip():
         return None

