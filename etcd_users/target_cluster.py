@@ -9,15 +9,17 @@ of its own.
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import logging
+import os
 import shlex
 from dataclasses import replace
 
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.arguments import shown
+from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
+from etcd_users.disruptions.action_table import UPGRADE_FLAG
 from etcd_users.keys import prefix_range_end
-from etcd_users.local import LocalCluster, choose_etcd_binary
+from etcd_users.local import ClusterError, EtcdBinary, LocalCluster, choose_etcd_binary
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail
@@ -44,21 +46,33 @@ class TargetCluster:
             cluster = self.local or self._start_local(settings)
             options.etcd_endpoints = ",".join(cluster.endpoints)
             settings = settings_from_options(options)
-        elif self.local is None and settings.local_binary.strip():
-            raise SettingsError(
-                f"{LOCAL_BINARY_FLAG}: chooses the etcd the tool starts, and --etcd-endpoints gives a cluster of "
-                "your own; leave one of them out"
-            )
+        elif self.local is None:
+            for flag, given, what in (
+                (LOCAL_BINARY_FLAG, settings.local_binary, "the etcd the tool starts"),
+                (UPGRADE_FLAG, settings.disruptions.upgrade_binary, "the etcd the tool upgrades its local etcd to"),
+            ):
+                if given.strip():
+                    raise SettingsError(
+                        f"{flag}: chooses {what}, and --etcd-endpoints gives a cluster of your own; leave one of "
+                        "them out"
+                    )
+        if self.local is not None:  # the web UI's form may bring another
+            upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, self.local.binary)
+            self.local.upgrade_binary = upgrade.path if upgrade else None
         return settings
 
     def _start_local(self, settings: EtcdSettings) -> LocalCluster:
         members, enable_pprof = settings.local_members, settings.monitoring.local_pprof
         binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
-        cluster = LocalCluster(members=members, enable_pprof=enable_pprof, binary=binary.path)
+        # an unknown one is refused before any etcd starts
+        upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, binary.path)
+        cluster = LocalCluster(
+            members=members, enable_pprof=enable_pprof, binary=binary.path, upgrade_binary=upgrade and upgrade.path
+        )
         cluster.start()
         self.local = cluster
         logger.info(
-            "started a local etcd (%d member%s, etcd %s at %s%s): %s; %s",
+            "started a local etcd (%d member%s, etcd %s at %s%s): %s; %s%s",
             members,
             "s" * (members > 1),
             binary.version,
@@ -66,6 +80,7 @@ class TargetCluster:
             ", pprof on" if enable_pprof else "",
             ",".join(cluster.endpoints),
             cluster.describe_space(),  # quota and auto-compaction (etcd_users.local.space)
+            f"; upgrades to etcd {upgrade.version} at {upgrade.path}" if upgrade else "",
         )
         return cluster
 
@@ -73,6 +88,19 @@ class TargetCluster:
         if self.local is not None:
             self.local.stop()
             self.local = None
+
+
+def choose_upgrade_binary(choice: str, first: str) -> EtcdBinary | None:
+    """The etcd ``--etcd-upgrade-binary`` names (None: not given), another than the local etcd's ``first``."""
+    if not choice.strip():
+        return None
+    upgrade = choose_etcd_binary(choice, UPGRADE_FLAG)
+    if os.path.realpath(upgrade.path) == os.path.realpath(first):
+        raise ClusterError(
+            f"{UPGRADE_FLAG}: {shown(choice.strip(), SHOWN_PATH_CHARACTERS)} is the etcd the local etcd runs already "
+            f"({upgrade.version} at {upgrade.path}); give another, or choose the first with {LOCAL_BINARY_FLAG}"
+        )
+    return upgrade
 
 
 def with_probe(settings: EtcdSettings, work):

@@ -17,6 +17,8 @@ COMMAND = "NAME"  # a command's name, defined by --etcd-disrupt-command NAME=COM
 NONE, OPTIONAL, REQUIRED = "none", "optional", "required"  # whether an action takes +DURATION
 
 _ACTIONS_MODULE = "etcd_users.disruptions.actions"
+_UPGRADE_MODULE = "etcd_users.disruptions.upgrade"
+UPGRADE_FLAG = "--etcd-upgrade-binary"
 ALLOWED_FLAG = "--etcd-disrupt-allowed"
 
 
@@ -33,6 +35,7 @@ class Action:
     help: str  # what it does, in one line
     keeps: bool = False  # it takes =KEEP, the revisions to keep (compact)
     outside: bool = False  # it acts outside the tool (a command of the user's): only with --etcd-disrupt-allowed
+    lasts_s: float = 0.0  # how long it may take without a DURATION: the data kept for its cost covers that much
 
     @property
     def form(self) -> str:
@@ -113,6 +116,26 @@ ACTIONS: dict[str, Action] = {
             True,
             f"{_ACTIONS_MODULE}:signal_member",
             "SIGSTOP, SIGCONT after DURATION",
+        ),
+        Action(
+            "upgrade",
+            (ALL, LEADER, FOLLOWER, URL),
+            NONE,
+            True,
+            f"{_UPGRADE_MODULE}:upgrade",
+            f"restarts the member on its data dir on `{UPGRADE_FLAG}`; `all`: each in turn, followers first, each "
+            "healthy and caught up before the next",
+            lasts_s=60.0,
+        ),
+        Action(
+            "rollback",
+            (ALL, LEADER, FOLLOWER, URL),
+            NONE,
+            True,
+            f"{_UPGRADE_MODULE}:rollback",
+            "restarts an upgraded member on the etcd the cluster started with; when etcd refuses (the cluster version "
+            "is the new one), the window fails with etcd's reason and the member is started again on the binary it ran",
+            lasts_s=60.0,
         ),
         Action(
             "exec",

@@ -37,13 +37,14 @@ class Done:
         self.members: list[str] = []
         self.started_at: float | None = None
         self.result = ""
+        self.steps: list[dict] = []  # an upgrade's or a rollback's, one per member: its times and versions
 
     def start(self) -> None:
         if self.started_at is None:
             self.started_at = time.time()
 
 
-def _leader(statuses: list[MemberStatus]) -> MemberStatus:
+def leader_of(statuses: list[MemberStatus]) -> MemberStatus:
     answering = [s for s in statuses if s.error is None]
     leaders = {s.leader_id for s in answering if s.leader_id}
     for status in answering:
@@ -53,7 +54,7 @@ def _leader(statuses: list[MemberStatus]) -> MemberStatus:
 
 
 def _followers(statuses: list[MemberStatus]) -> list[MemberStatus]:
-    leader = _leader(statuses)
+    leader = leader_of(statuses)
     followers = [s for s in statuses if s.error is None and s.member_id != leader.member_id]
     if not followers:
         raise ActionError("no follower answers")
@@ -63,7 +64,7 @@ def _followers(statuses: list[MemberStatus]) -> list[MemberStatus]:
 def resolve(member: str, statuses: list[MemberStatus]) -> list[MemberStatus]:
     """The members ``member`` (leader, follower, all or a client URL) names now."""
     if member == LEADER:
-        return [_leader(statuses)]
+        return [leader_of(statuses)]
     if member == FOLLOWER:
         return _followers(statuses)[:1]
     if member == ALL:
@@ -99,7 +100,7 @@ async def defrag(pool: EndpointPool, disruption: Disruption, done: Done) -> None
 
 async def move_leader(pool: EndpointPool, disruption: Disruption, done: Done) -> None:
     now = await member_statuses(pool)
-    leader = _leader(now)
+    leader = leader_of(now)
     target = resolve(disruption.member, now)[0]
     if target.member_id == leader.member_id:
         raise ActionError(f"{target.endpoint.url} is the leader already")
@@ -132,7 +133,7 @@ async def snapshot(pool: EndpointPool, disruption: Disruption, done: Done) -> No
 
 async def compact(pool: EndpointPool, disruption: Disruption, done: Done) -> None:
     """At the cluster's revision minus the revisions to keep, physically (etcd answers once the pages are freed)."""
-    status = _leader(await member_statuses(pool))
+    status = leader_of(await member_statuses(pool))
     connection = _connection(pool, status)
     current = (
         await connection.maintenance.Status(

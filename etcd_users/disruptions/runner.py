@@ -73,6 +73,7 @@ class Window:
     result: str = ""
     error: str = ""
     cost: list[dict] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
 
     def record(self) -> dict:
         return {
@@ -86,6 +87,7 @@ class Window:
             "result": self.result,
             "error": self.error,
             "cost": self.cost,
+            "steps": self.steps,
         }
 
 
@@ -146,7 +148,7 @@ class DisruptionRun:
         finally:
             window.finished_at = time.time()
             window.started_at = done.started_at or window.finished_at
-            window.members, window.result = done.members, done.result
+            window.members, window.result, window.steps = done.members, done.result, done.steps
             self._closed(window)
         self._watch_cost(window)
 
@@ -273,7 +275,7 @@ class Disruptions(FeatureHooks):
             logger.error("locust-etcd: error: %s", error)
             gevent.spawn(environment.runner.stop)
             return
-        longest = max(d.duration for d in settings.disruptions.schedule)
+        longest = max(max(d.duration, ACTIONS[d.action].lasts_s) for d in settings.disruptions.schedule)
         self.seconds.keep_s = costs.BEFORE_S + math.ceil(longest) + RECOVERY_CAP_S + KEEP_MARGIN_S
         store.fine = True
         self.timeline.clear()

@@ -21,6 +21,7 @@ from etcd_users.disruptions.action_table import (
     NONE,
     REQUIRED,
     ROLES,
+    UPGRADE_FLAG,
     URL,
     names,
     said,
@@ -183,3 +184,24 @@ def check_allowed(schedule: tuple[Disruption, ...], endpoints: list[str], local:
             f"{FLAG}: the endpoints given are not the tool's own etcd; pass {ALLOWED_FLAG} to disrupt them "
             f"({schedule[0].text} first)"
         )
+
+
+def check_upgrades(schedule: tuple[Disruption, ...], upgrade_binary: str) -> None:
+    """An upgrade needs ``--etcd-upgrade-binary``, which is given only for one; a rollback comes after an upgrade."""
+    upgrades = [d for d in schedule if d.action == "upgrade"]
+    if upgrades and not upgrade_binary.strip():
+        raise ScheduleError(
+            f"{FLAG}: {shown(upgrades[0].text)} upgrades members to {UPGRADE_FLAG}, which is not given; add "
+            f"{UPGRADE_FLAG} PATH|VERSION (e.g. {UPGRADE_FLAG} 3.5)"
+        )
+    if upgrade_binary.strip() and not upgrades:
+        raise ScheduleError(
+            f"{UPGRADE_FLAG}: {shown(upgrade_binary.strip())} is never used; upgrade members to it with {FLAG} "
+            "'upgrade:all@TIME' or leave it out"
+        )
+    for disruption in schedule:
+        if disruption.action == "rollback" and not any(u.at < disruption.at for u in upgrades):
+            raise ScheduleError(
+                f"{FLAG}: {shown(disruption.text)} rolls back an upgrade, and no upgrade comes before it; schedule "
+                "one earlier, e.g. upgrade:follower@TIME"
+            )

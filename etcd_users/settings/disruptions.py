@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from etcd_users.disruptions.action_table import help_text, markdown_table, names, said
+from etcd_users.disruptions.action_table import UPGRADE_FLAG, help_text, markdown_table, names, said
 from etcd_users.disruptions.command_grammar import check_commands, parse_commands
 from etcd_users.disruptions.schedule import (
     ALLOWED_FLAG,
@@ -11,8 +11,10 @@ from etcd_users.disruptions.schedule import (
     FLAG,
     Disruption,
     ScheduleError,
+    check_upgrades,
     parse_schedule,
 )
+from etcd_users.settings.connection import local_binary_form_error
 from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch
 
 
@@ -30,12 +32,21 @@ def _commands(flag: str, values: list[str]) -> tuple[tuple[str, tuple[str, ...]]
         raise SettingsError(str(error)) from None
 
 
+def _upgrade_binary(flag: str, text: str) -> str:
+    """A path or a version in form, as --etcd-local-binary takes; the etcd it names is found when the local etcd
+    starts."""
+    unknown = local_binary_form_error(text, flag)
+    if unknown:
+        raise SettingsError(unknown)
+    return text.strip()
+
+
 @dataclass(frozen=True, kw_only=True)
 class DisruptionSettings(OptionGroup):
     TITLE = "etcd disruptions"
     DESCRIPTION = (
-        "Defragment, move the leader, snapshot, compact, kill or freeze members, or run commands of your own, at set "
-        "times during the run"
+        "Defragment, move the leader, snapshot, compact, kill, freeze, upgrade or roll back members, or run commands "
+        "of your own, at set times during the run"
     )
     REFERENCE = f"The actions of `{FLAG}`:\n\n{markdown_table()}"
 
@@ -43,8 +54,8 @@ class DisruptionSettings(OptionGroup):
         FLAG,
         "",
         "Comma-separated ACTION[:MEMBER]@TIME[+DURATION], TIME from the run's start, e.g. "
-        f"{EXAMPLE}. Actions: {help_text()}. MEMBER: leader, follower, all (defrag) or a client URL. Each becomes a "
-        "window in PREFIX_disruptions.json with its cost to the requests.",
+        f"{EXAMPLE}. Actions: {help_text()}. MEMBER: leader, follower, all (defrag, upgrade, rollback) or a client "
+        "URL. Each becomes a window in PREFIX_disruptions.json with its cost to the requests.",
         parse=_schedule,
     )
     allowed: bool = option(
@@ -63,12 +74,21 @@ class DisruptionSettings(OptionGroup):
         parse=_commands,
         repeatable=True,
     )
+    upgrade_binary: str = option(
+        UPGRADE_FLAG,
+        "",
+        f"The etcd that {FLAG}'s upgrade restarts members of the local etcd on, on their data dirs: a path "
+        "(/usr/bin/etcd) or a version found on the machine (3.5, 3.5.1), as --etcd-local-binary takes; rollback goes "
+        "back to the local etcd's first binary. Needed by upgrade, and only with it.",
+        parse=_upgrade_binary,
+    )
 
     @classmethod
     def build(cls, values, namespace, **context):
         settings = cls(**values)
         try:
             check_commands(settings.schedule, settings.commands)
+            check_upgrades(settings.schedule, settings.upgrade_binary)
         except ScheduleError as error:
             raise SettingsError(str(error)) from None
         return settings

@@ -177,6 +177,10 @@ BAD_OPTIONS = [
     bad("etcd_local_members", 2, "--etcd-local-members: 2 is not one of: 1, 3"),
     bad("etcd_local_binary", "etcd", "--etcd-local-binary: 'etcd' is neither a path nor a version; give the path of "
         "an etcd binary (with a '/', e.g. /usr/bin/etcd) or a version such as 3.4"),
+    bad("etcd_upgrade_binary", "newest", "--etcd-upgrade-binary: 'newest' is neither a path nor a version; give the "
+        "path of an etcd binary", etcd_disrupt="upgrade:all@3s"),
+    bad("etcd_upgrade_binary", "3.5", "--etcd-upgrade-binary: '3.5' is never used; upgrade members to it with "
+        "--etcd-disrupt 'upgrade:all@TIME' or leave it out"),
     bad("etcd_target", "follower", "--etcd-target: 'follower' is not one of: round-robin, leader"),
     bad("etcd_target", LONG, f"--etcd-target: {SHORT_LONG} is not one of: round-robin, leader"),
     bad("etcd_conns", 0, "--etcd-conns: 0 must be greater than zero"),
