@@ -25,7 +25,7 @@ from etcd_users.key_space_run import KeySpaceFill
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.local import ClusterError
-from etcd_users.reporting import breach, end_of_run, final_stats
+from etcd_users.reporting import end_of_run, final_stats
 from etcd_users.reporting.empty_run import EmptyRun
 from etcd_users.reporting.rate_shortfall import RateShortfall
 from etcd_users.run_context import attach, run_context
@@ -217,12 +217,15 @@ class EtcdPlugin:
         self.client_cpu.on_quit()
         for hooks in self.feature_hooks:  # while the local etcd still runs, before the files are listed
             hooks.on_run_files()
-        self._end_of_run()
+        if self.environment is not None and run_context(self.environment).role.judges:
+            junit_path = (self.run_settings.gates.junit or None) if self.run_settings is not None else None
+            end_of_run.at_quit(self.environment, self.recorder, junit_path, since=self.started_at)
         for hooks in self.feature_hooks:  # after Locust's summary tables and the files, where a pipeline's log ends
             hooks.on_run_files_listed()
-        if not self.etcd or self.environment is None:
+        if not self.etcd:
             return
-        run_context(self.environment).close_session()
+        if self.environment is not None:
+            run_context(self.environment).close_session()
         if self.run_settings is not None and self.run_settings.cleanup:
             try:
                 delete_prefix(self.run_settings)
@@ -230,21 +233,6 @@ class EtcdPlugin:
                 logger.error("locust-etcd: could not delete the keys under the prefix: %s", error)
         bridge.close_bridge()
         self.target.stop_local()
-
-    def _end_of_run(self) -> None:
-        """After Locust's summary, on a master or single process: _stats.csv completed, the exact table, the files."""
-        environment = self.environment
-        if environment is None or run_context(environment).role.is_worker:
-            return
-        final_stats.at_quit(environment)
-        options = environment.parsed_options
-        json_file = getattr(options, "json_file", None)
-        prefix = getattr(options, "csv_prefix", None)
-        reports = (getattr(options, "html_file", None), f"{json_file}.json" if json_file else None)
-        reports += (breach.capture_file(prefix) if prefix else None,)  # its directory holds the members' files
-        reports += ((self.run_settings.gates.junit or None) if self.run_settings is not None else None,)
-        paths = end_of_run.run_files(prefix, reports, since=self.started_at)
-        end_of_run.print_summary(self.recorder.snapshot(), paths)
 
     def _show_endpoints_as_host(self, environment, settings: EtcdSettings) -> None:
         """Locust's header shows the host: the endpoints the run loads, unless a host of one's own was given."""
