@@ -22,7 +22,7 @@ The tabs are declared once in ``web_ui.template_args`` (``extended_tabs``, ``ext
 a placeholder, never in clear; a form that sends the placeholder back keeps the value in use.
 
 The start form (``template_args``, rebuilt by Locust on each page load): the ``--etcd-*`` options first, in the order
-of ``etcd_users.settings.OPTIONS`` (endpoints, target, SLA, …), then the others (the shapes'); choices as drop-downs
+of ``etcd_users.features.OPTIONS`` (endpoints, target, SLA, …), then the others (the shapes'); choices as drop-downs
 (``etcd_users.arguments``); each option's whole help (a little CSS, ``FORM_CSS``: Locust's labels are cut to one
 line with "…"); the class picker (``--class-picker``) ticks ``EtcdPutUser`` alone, on the first form as after *New*,
 and a start with no class ticked is refused rather than run with all of them. An *Edit* of a running test keeps its
