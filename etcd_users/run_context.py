@@ -11,8 +11,8 @@ there once from the runner. It holds what the process's parts share during a run
   fork (``--processes``), reached through the context;
 - the master's (or single process's) monitoring of the members during the current run (``RunMonitoring``);
 - what one feature leaves for the others: the members as found at start-up and their rows during the run, etcd's
-  NOSPACE alarm, the breach's capture, the gates' results, the workers lost, the watchers' tally, the disruptions'
-  windows, the serializable reads' staleness.
+  NOSPACE alarm, the call that captures the members at a breach, the gates' results, the workers lost, the watchers'
+  tally, the disruptions' windows, the serializable reads' staleness.
 
 The context wraps ``RunMonitoring`` rather than absorbing it: the context lasts as long as the process and spans its
 runs, and exists in every process; the monitoring is one run's, of the process that judges, started and stopped with
