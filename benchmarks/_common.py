@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 import gevent
 
+from etcd_users.features import OPTIONS
 from etcd_users.local import ClusterError, LocalCluster, find_etcd_binary
-from etcd_users.settings import OPTIONS
 
 REPO = Path(__file__).resolve().parent.parent
 PROBE = "benchmarks/cpu_probe.py"

@@ -1,4 +1,5 @@
-"""The run's life cycle: every Locust event the tool handles, wired in one place, in the order a run meets them.
+"""The run's life cycle: Locust's events fanned out, in one place and in the order a run meets them, to the exact
+latencies and to each feature's hooks (``etcd_users.features``), which reach each other through the run's context.
 
 ``install(events)`` is called once per process when the users are imported (``etcd_users.users``), before Locust
 creates its runner. That order matters once: Locust fires ``quitting`` in reverse, so the master's own listener
@@ -24,27 +25,17 @@ from etcd_users.key_space_run import KeySpaceFill
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.local import ClusterError
-from etcd_users.reporting import (
-    breach,
-    end_of_run,
-    exporter,
-    final_stats,
-    junit,
-    preflight,
-    space,
-    webui,
-)
+from etcd_users.reporting import end_of_run, final_stats
 from etcd_users.reporting.empty_run import EmptyRun
 from etcd_users.reporting.rate_shortfall import RateShortfall
-from etcd_users.reporting.verdicts import GateVerdicts
-from etcd_users.run_context import RunContext, attach, run_context
-from etcd_users.run_monitoring import RunMonitoring
-from etcd_users.settings import EtcdSettings, GateSettings, SettingsError, settings_from_options
+from etcd_users.run_context import attach, run_context
+from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.shapes.protocol import check_on_init, judged_shape, judged_shapes
-from etcd_users.target_cluster import TargetCluster, check_prefix_free, delete_prefix, with_probe
+from etcd_users.start_checks import checked_settings
+from etcd_users.target_cluster import TargetCluster, delete_prefix
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
-from etcd_users.user_classes import check_class_names, no_class_message, no_class_named
+from etcd_users.user_classes import check_class_names
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +58,7 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
     events.request.add_listener(plugin.recorder.record)  # the hot path: the latency store's own method
     events.test_start.add_listener(plugin.on_test_start)
     events.spawning_complete.add_listener(plugin.on_spawning_complete)
-    events.reset_stats.add_listener(plugin.on_reset_stats)
+    events.reset_stats.add_listener(lambda **_kwargs: plugin.recorder.on_reset_stats())
     events.report_to_master.add_listener(plugin.on_report_to_master)
     events.worker_report.add_listener(plugin.on_worker_report)
     events.test_stop.add_listener(plugin.on_test_stop)
@@ -81,12 +72,8 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
         if feature.hooks:
             module, _, name = feature.hooks.partition(":")
             hooks: FeatureHooks = getattr(importlib.import_module(module), name)(plugin)
-            events.init.add_listener(hooks.on_init)
-            events.test_start.add_listener(hooks.on_test_start)
-            events.test_stop.add_listener(hooks.on_test_stop)
-            events.report_to_master.add_listener(hooks.on_report_to_master)
-            events.worker_report.add_listener(hooks.on_worker_report)
-            events.quit.add_listener(hooks.on_quit)
+            for event in ("init", "test_start", "test_stop", "report_to_master", "worker_report", "quit"):
+                getattr(events, event).add_listener(getattr(hooks, f"on_{event}"))
             plugin.feature_hooks.append(hooks)
     if fill is not None:  # at init after the features' checks: bad input ends the process before a long fill
         events.init.add_listener(fill.on_init)
@@ -101,7 +88,7 @@ def installed(events: Events) -> "EtcdPlugin | None":
 
 
 class EtcdPlugin:
-    """The state of one process across runs, and what each event does with it."""
+    """The state of one process across runs (``etcd_users.features.Tool``), and what each event does with it."""
 
     def __init__(self, etcd: bool) -> None:
         self.etcd = etcd
@@ -111,25 +98,13 @@ class EtcdPlugin:
         self.target = TargetCluster()
         # the master's (or single process's) settings of the current run; workers take theirs from their options
         self.run_settings: EtcdSettings | None = None
-        self.context: RunContext | None = None  # this process's state for its runs, made at init
-        self.space_watch: space.SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
         self.feature_hooks: list[FeatureHooks] = []  # the key space fill's, then FEATURES' own in their order
-        self.verdicts = GateVerdicts()  # the gates: judged at quitting, written and printed at quit
         self.empty_run = EmptyRun()  # a run that measured no request: judged at quitting, its line printed at quit
         self.rate_shortfall = RateShortfall(self.recorder, self.client_cpu)  # --etcd-user-rate not held: a line at quit
-        self.tabs: webui.EtcdTabs | None = None  # the web UI's etcd tabs, on a master or single process with one
-        self.exporter: exporter.Exporter | None = None  # --etcd-prometheus-port, on a master or single process
         self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
         self.started_at = time.time()  # a file older than this is a previous run's
         self.open_files = -1  # this process's open-file limit, raised at init (-1: not yet)
-        self.breach_capture: breach.Capture | None = None  # the members at a run's first breach
-        self.preflight: list[preflight.MemberReport] = []  # the members as found at start-up
-        # the current (or last) run's rows of the members' /metrics, kept past the run's stop for the gates and the
-        # summary; None when the run polled none (--etcd-metrics-interval 0)
-        self.member_rows: list[dict] | None = None
-
-    # -- start-up --
 
     def add_options(self, parser, **_kwargs) -> None:
         add_option_groups(parser, self.etcd)
@@ -138,64 +113,21 @@ class EtcdPlugin:
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         """Check the options and the cluster before anything runs; bad input ends the process with one line."""
-        self.environment = environment
-        context = self.context = attach(environment, runner)  # the process's role, decided here once
-        self.recorder.environment = environment
-        self.client_cpu.environment = environment
+        self.environment = self.recorder.environment = self.client_cpu.environment = environment
+        context = attach(environment, runner)  # the process's role, decided here once
         _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
         self.open_files = open_files.raise_limit()  # every process: a worker's, a forked one's, the master's
-        for shape in judged_shapes(environment):  # what a shape's live verdicts need from the tool
-            shape.recorder, shape.on_breach = self.recorder, self.on_breach
-            shape.member_rows = lambda: self.member_rows
+        for shape in judged_shapes(environment):  # what a shape's live verdicts need from the run
+            shape.recorder, shape.on_breach = self.recorder, lambda why: context.on_breach(why)
+            shape.member_rows = lambda: context.member_rows
         if not self._has_etcd_options(environment) or context.role.is_worker:
             check_on_init(environment)  # a shape's own options, without the tool's etcd ones (not on workers)
             return  # workers take their options from the master when a run starts
-        options = environment.parsed_options
-        available = environment.available_user_classes or {}
-        if no_class_named(options.user_classes, available, options.headless or options.autostart):
-            self.fail(no_class_message(available, environment.parsed_locustfiles or ()))
-        # a load shape's options (shapes.protocol.JudgedShape), before a local etcd starts for a run that cannot be
-        shape = judged_shape(environment)
-        if shape is not None and not options.class_picker:
-            error = shape.options_error(options)
-            if error:
-                self.fail(error)
         try:
-            junit_path = GateSettings.read_one(options, "junit")
-            if junit_path:
-                junit.check_path(junit_path)  # now, not after the run, and before a local etcd starts
-            settings = self.target.settings(environment.parsed_options)
-            too_many = open_files.connections_error(settings.conns, len(settings.endpoints), self.open_files)
-            if too_many:
-                self.fail(too_many)
-            # a workload that needs an option the run lacks; the class picker offers every class, to be picked later
-            for user_class in environment.user_classes if not options.class_picker else ():
-                lacking = getattr(user_class, "options_error", None)
-                if lacking is not None and lacking(settings):
-                    self.fail(lacking(settings))
-            check_prefix_free(settings)
+            self.run_settings = checked_settings(environment, self.target, self.open_files)
         except (SettingsError, EndpointError, ClusterError) as error:
             self.fail(str(error))
-        self.run_settings = settings
-        self._show_endpoints_as_host(environment, settings)
-        # informs only (versions, db size against quota, fsync P99 under a short burst); never stops the run
-        try:
-            is_master = context.role.is_master
-            self.exporter = exporter.start(environment, web_ui, self.recorder, lambda: self.run_settings, is_master)
-        except exporter.ExporterError as error:
-            self.fail(str(error))
-        self.preflight = preflight.report(settings, with_probe)
-        if web_ui is not None:
-            self.tabs = webui.install(
-                environment,
-                web_ui,
-                self.recorder,
-                lambda: self.run_settings,
-                lambda: self.alarm,
-                lambda: context.disruption_windows(),
-            )
-
-    # -- a run --
+        self._show_endpoints_as_host(environment, self.run_settings)
 
     def on_test_start(self, environment, **_kwargs) -> None:
         """A new run may come with new options (the web UI's form, or the master's): reconnect with them."""
@@ -207,9 +139,8 @@ class EtcdPlugin:
         context = run_context(environment)
         is_worker = context.role.is_worker
         self.ran = self.ran or (environment.runner is not None and not is_worker)
-        options = environment.parsed_options
-        try:
-            # the master resolves the endpoints before it sends the options to the workers
+        try:  # the master resolves the endpoints before it sends the options to the workers
+            options = environment.parsed_options
             settings = settings_from_options(options) if is_worker else self.target.settings(options)
         except (SettingsError, ClusterError) as error:
             logger.error("locust-etcd: error: %s", error)
@@ -220,45 +151,19 @@ class EtcdPlugin:
             too_many = open_files.connections_error(settings.conns, len(settings.endpoints), self.open_files)
             if too_many:
                 logger.error("locust-etcd: error: %s", too_many)
-        if not is_worker:
+        else:
             self.run_settings = settings
             self._show_endpoints_as_host(environment, settings)
-            if self.tabs is not None:
-                self.tabs.on_test_start()
-            self._stop_run()
             self.rate_shortfall.on_test_start(environment, settings.user_rate)
-            local = self.target.local
-            run = context.monitoring = RunMonitoring.start(
-                environment, settings, local.compaction if local is not None else None
-            )
-            self.space_watch = run.space_watch
-            self.member_rows = run.poller.rows if run.poller is not None else None
-            if settings.monitoring.profile_on_breach > 0 and not options.csv_prefix:
-                logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
+            for hooks in self.feature_hooks:  # before the key space is written: the monitoring watches the fill too
+                hooks.on_run_start(environment, settings)
         context.drop_session_if_changed(settings)
-
-    def on_breach(self, why: str) -> None:
-        """A gate failed during the run (the live judging calls this): the members' side, once per run.
-
-        Returns at once; with ``--etcd-profile-on-breach`` and ``--csv`` the capture runs in its own greenlet.
-        Only the master or the single process captures: workers see none of the members' side.
-        """
-        run = self.context.monitoring if self.context is not None else None
-        if run is None or self.environment is None:
-            return  # no run of a master or single process: workers see none of the members' side
-        busy = self.breach_capture is not None and self.breach_capture.running()  # a previous run's, same directory
-        capture = run.capture_breach(why, self.environment.parsed_options.csv_prefix, busy)
-        if capture is not None:
-            self.breach_capture = capture
 
     def on_spawning_complete(self, **_kwargs) -> None:
         self.recorder.on_spawning_complete()
         collector.on_spawning_complete()
         if self.environment is not None:
             self.rate_shortfall.on_spawning_complete(self.environment)
-
-    def on_reset_stats(self, **_kwargs) -> None:
-        self.recorder.on_reset_stats()
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
         self.recorder.on_report_to_master(data)
@@ -269,15 +174,12 @@ class EtcdPlugin:
         self.client_cpu.on_worker_report(client_id, data)
 
     def on_test_stop(self, environment, **_kwargs) -> None:
-        self._stop_run()
         self.rate_shortfall.on_test_stop()
         self.recorder.on_test_stop()
         collector.on_test_stop()
 
-    # -- the end --
-
     def on_quitting(self, environment, **_kwargs) -> None:
-        """Judge the gates on the final figures, then decide the exit code (Locust's rule runs right after this event,
+        """Judge the run on the final figures, then decide the exit code (Locust's rule runs right after this event,
         and takes the code set here)."""
         collector.on_test_stop()  # a process that quits without stopping its run: objects are looked up next
         runner = environment.runner
@@ -288,27 +190,20 @@ class EtcdPlugin:
         shape = judged_shape(environment)
         if shape is not None and role.judges:
             shape.judge_remaining_levels()
-        if self.ran and self._judges(environment):
-            context = run_context(environment)
-            windows = context.final_disruption_windows()
-            staleness = context.final_staleness()
-            self.verdicts.judge(
-                environment, self.recorder, self.run_settings, shape, windows, self.member_rows or [], staleness
-            )
         self.recorder.on_quitting()
-        for hooks in self.feature_hooks:  # the workers' last reports are in
+        for hooks in self.feature_hooks:  # the gates' first: they judge on what the later features still hold
             hooks.on_quitting(environment)
-        if self.ran and self._judges(environment):
+        if self.ran and self._has_etcd_options(environment) and role.judges and self.run_settings is not None:
             self.empty_run.judge(environment, self.feature_hooks)
         if role.judges:
             final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
             self._decide_exit_code(environment, shape)
 
     def _decide_exit_code(self, environment, shape) -> None:
-        """Once, from every verdict: the gates', the shape's, the features' and Locust's own on the requests. Workers
-        keep Locust's rule: they judge nothing."""
-        verdicts = [self.verdicts.exit_verdict(), shape.exit_verdict() if shape is not None else None]
-        verdicts += [hooks.exit_verdict(environment) for hooks in self.feature_hooks]
+        """Once, from every verdict: the features' (the gates', the audit's), the shape's and Locust's own on the
+        requests. Workers keep Locust's rule: they judge nothing."""
+        verdicts = [hooks.exit_verdict(environment) for hooks in self.feature_hooks]
+        verdicts.append(shape.exit_verdict() if shape is not None else None)
         verdicts.append(self.empty_run.exit_verdict())
         verdicts.append(exit_code.locust_verdict(environment, log.unhandled_greenlet_exception))
         decided = exit_code.decide(verdicts)
@@ -320,25 +215,17 @@ class EtcdPlugin:
         # on quit, not quitting: Locust fires quitting before it stops users, whose calls would then fail
         self.recorder.on_quit()  # the exact files, whole: the workers' last reports are in
         self.client_cpu.on_quit()
-        self._finish_breach_capture()  # while the local etcd still runs, and before the files are listed
-        if self._judges(self.environment):
-            try:  # before the files are listed: the JUnit report is one of them
-                shape = judged_shape(self.environment)
-                self.verdicts.write_reports(self.environment, self.recorder, self.run_settings, shape, self.ran)
-            except Exception:  # a report never stops the clean-up below
-                logger.exception("locust-etcd: could not write the JUnit report or the step summary")
-        for hooks in self.feature_hooks:
+        for hooks in self.feature_hooks:  # while the local etcd still runs, before the files are listed
             hooks.on_run_files()
-        self._end_of_run()
-        self.verdicts.print()  # after Locust's summary tables, where a pipeline's log ends
-        if self.exporter is not None:
-            self.exporter.stop()
-            self.exporter = None
-        self._stop_run()  # before the clean-up and the local etcd's end
+        if self.environment is not None and run_context(self.environment).role.judges:
+            junit_path = (self.run_settings.gates.junit or None) if self.run_settings is not None else None
+            end_of_run.at_quit(self.environment, self.recorder, junit_path, since=self.started_at)
+        for hooks in self.feature_hooks:  # after Locust's summary tables and the files, where a pipeline's log ends
+            hooks.on_run_files_listed()
         if not self.etcd:
             return
-        if self.context is not None:
-            self.context.close_session()
+        if self.environment is not None:
+            run_context(self.environment).close_session()
         if self.run_settings is not None and self.run_settings.cleanup:
             try:
                 delete_prefix(self.run_settings)
@@ -346,23 +233,6 @@ class EtcdPlugin:
                 logger.error("locust-etcd: could not delete the keys under the prefix: %s", error)
         bridge.close_bridge()
         self.target.stop_local()
-
-    def _end_of_run(self) -> None:
-        """After Locust's summary, on a master or single process: _stats.csv completed, the exact table, the files."""
-        environment = self.environment
-        if environment is None or run_context(environment).role.is_worker:
-            return
-        final_stats.at_quit(environment)
-        options = environment.parsed_options
-        json_file = getattr(options, "json_file", None)
-        prefix = getattr(options, "csv_prefix", None)
-        reports = (getattr(options, "html_file", None), f"{json_file}.json" if json_file else None)
-        reports += (breach.capture_file(prefix) if prefix else None,)  # its directory holds the members' files
-        reports += ((self.run_settings.gates.junit or None) if self.run_settings is not None else None,)
-        paths = end_of_run.run_files(prefix, reports, since=self.started_at)
-        end_of_run.print_summary(self.recorder.snapshot(), paths)
-
-    # -- helpers --
 
     def _show_endpoints_as_host(self, environment, settings: EtcdSettings) -> None:
         """Locust's header shows the host: the endpoints the run loads, unless a host of one's own was given."""
@@ -372,34 +242,6 @@ class EtcdPlugin:
 
     def _has_etcd_options(self, environment) -> bool:
         return self.etcd and hasattr(environment.parsed_options, "etcd_endpoints")
-
-    def _judges(self, environment) -> bool:
-        """A master or single process of an etcd run judges its gates; workers see a part of the load."""
-        return (
-            environment is not None
-            and self._has_etcd_options(environment)
-            and run_context(environment).role.judges
-            and self.run_settings is not None
-        )
-
-    def _stop_run(self) -> None:
-        run = self.context.monitoring if self.context is not None else None
-        if run is not None:
-            run.stop()
-            self.context.monitoring = None
-
-    def _finish_breach_capture(self) -> None:
-        capture = self.breach_capture
-        if capture is None or not capture.running():
-            return
-        logger.info("breach capture: waiting up to %.0fs for the members' profiles", capture.deadline)
-        if not capture.wait(capture.deadline + 1.0):
-            logger.warning("breach capture: unfinished at exit; see %s", capture.directory)
-
-    @property
-    def alarm(self) -> str | None:
-        """etcd's NOSPACE alarm as the current (or last) run knows it, in one short line; None without one."""
-        return self.space_watch.alarm if self.space_watch is not None else None
 
     def fail(self, message: str, code: int = exit_code.BAD_INPUT) -> None:
         """End the process with one line: bad input is the user's to fix, not a traceback to read (exit code 2;

@@ -3,7 +3,7 @@
 
 import re
 
-from etcd_users.features import FEATURES
+from etcd_users.features import option_groups
 
 
 def _cell(text: str) -> str:
@@ -32,10 +32,9 @@ def markdown(heading_level: int = 2, anchors: bool = False) -> str:
     option is a link to itself with an id of its own, ``options.md#etcd-endpoints``."""
     parts = []
     if anchors:  # the groups, linked: the page's own table of contents
-        slug = {feature.options.TITLE: re.sub(r"[^\w]+", "-", feature.options.TITLE.lower()) for feature in FEATURES}
+        slug = {group.TITLE: re.sub(r"[^\w]+", "-", group.TITLE.lower()) for group in option_groups()}
         parts.append(" · ".join(f"[{title}](#{anchor})" for title, anchor in slug.items()) + "\n")
-    for feature in FEATURES:
-        group = feature.options
+    for group in option_groups():
         parts.append(f"{'#' * heading_level} {group.TITLE}\n\n{group.DESCRIPTION}.\n")
         lines = ["| option | environment variable | default | meaning |", "|---|---|---|---|"]
         for declared in group.options():

@@ -10,8 +10,9 @@ there once from the runner. It holds what the process's parts share during a run
 - the bridge to the loop thread: one per process (its native thread is the process's), made on first use after any
   fork (``--processes``), reached through the context;
 - the master's (or single process's) monitoring of the members during the current run (``RunMonitoring``);
-- what one feature leaves for the others: the workers lost, the watchers' tally, the disruptions' windows, the
-  serializable reads' staleness.
+- what one feature leaves for the others: the members as found at start-up and their rows during the run, etcd's
+  NOSPACE alarm, the call that captures the members at a breach, the gates' results, the workers lost, the watchers'
+  tally, the disruptions' windows, the serializable reads' staleness.
 
 The context wraps ``RunMonitoring`` rather than absorbing it: the context lasts as long as the process and spans its
 runs, and exists in every process; the monitoring is one run's, of the process that judges, started and stopped with
@@ -28,6 +29,9 @@ import gevent.lock
 from etcd_users.audit.record import RunRecord
 from etcd_users.audit.staleness import MemberStaleness
 from etcd_users.reporting.lost_workers import LostWorker
+from etcd_users.reporting.preflight import MemberReport
+from etcd_users.reporting.sla import Result
+from etcd_users.reporting.space import SpaceWatch
 from etcd_users.role import Role
 from etcd_users.run_monitoring import RunMonitoring
 from etcd_users.session import Session
@@ -46,6 +50,10 @@ def _no_windows() -> tuple[list[dict], bool]:
     return [], False
 
 
+def _no_breach(why: str) -> None:
+    """``on_breach`` without the members' monitoring: a breach sets nothing off."""
+
+
 class RunContext:
     def __init__(self, environment, role: Role) -> None:
         self.environment = environment
@@ -54,6 +62,14 @@ class RunContext:
         self.watchers = ProcessWatchers()
         self.monitoring: RunMonitoring | None = None  # the members' during the current run, where it is judged
         # what the features leave for each other (the run's summary, the gates, the web UI)
+        self.preflight: list[MemberReport] = []  # the members as the pre-flight found them at start-up
+        # the current (or last) run's rows of the members' /metrics, kept past the run's stop for the gates and the
+        # summary; None when the run polled none (--etcd-metrics-interval 0)
+        self.member_rows: list[dict] | None = None
+        self.space_watch: SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
+        # a gate failed during the run (a shape's live judging): the members' side, once per run
+        self.on_breach: Callable[[str], None] = _no_breach
+        self.gate_results: list[Result] = []  # the gates' results of the current (or last) run, once judged
         self.lost_workers: list[LostWorker] = []  # the master's workers lost during the current (or last) run
         self.watch_tally: WatchTally | None = None  # the whole run's watchers' tally, once the run is judged
         # the disruptions' windows: so far, with whether their run is over (the web UI); final, each with its cost,
@@ -65,6 +81,11 @@ class RunContext:
         self._session: Session | None = None
         self._session_lock = gevent.lock.Semaphore()
         self._session_error = ""
+
+    @property
+    def alarm(self) -> str | None:
+        """etcd's NOSPACE alarm as the current (or last) run knows it, in one short line; None without one."""
+        return self.space_watch.alarm if self.space_watch is not None else None
 
     @property
     def bridge(self) -> bridge.Bridge:

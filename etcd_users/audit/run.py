@@ -5,7 +5,7 @@ line, last, and adds a case to the ``--etcd-junit`` report; with ``--csv`` it wr
 serializable reads were measured, ``PREFIX_staleness.csv``.
 
 ``AuditRun`` is the feature's hooks (``etcd_users.features``). The plugin calls ``on_quitting`` here once the workers
-have reported and the gates are judged, then ``exit_verdict``: a failed audit makes the exit code 4
+have reported and the gates' hooks have judged the gates, then ``exit_verdict``: a failed audit makes the exit code 4
 (``etcd_users.exit_code``). The local etcd stops, and ``--etcd-cleanup`` deletes the prefix, later, at quit.
 """
 
@@ -145,14 +145,14 @@ class AuditRun(FeatureHooks):
         return ExitVerdict(AUDIT_EXIT_CODE, "the audit failed")
 
     def on_quit(self, **_kwargs) -> None:
-        """The line last, after the gates' (the plugin prints them at quit, before this listener)."""
+        """The line last, after the gates' (their hooks print them at quit, before this listener)."""
         audit = self.audit
         if audit is None:
             return
         for line in audit.error_lines():
             logger.error(line)
         _console.info(audit.line())
-        if self.junit and os.path.exists(os.path.expanduser(self.junit)):  # the plugin wrote the gates' report
+        if self.junit and os.path.exists(os.path.expanduser(self.junit)):  # the gates' hooks wrote their report
             failure = "\n".join(audit.error_lines()) if audit.failed else None
             properties = [(key, str(value)) for key, value in audit.as_json()["writes"].items()]
             junit.add_case(self.junit, JUNIT_CLASS, "audit", audit.line(), failure, properties)

@@ -8,7 +8,9 @@
 - ``end_of_run``: the exact latency table and the files written, printed after Locust's summary;
 - ``final_stats``: Locust's ``PREFIX_stats.csv`` (and history, failures, exceptions) completed at the end;
 - ``junit``: the gates and a shape's per-level verdicts as a JUnit XML report (``--etcd-junit``), for CI;
-- ``step_summary``: the latency table, gates and verdicts in Markdown on a GitHub Actions job's summary page.
+- ``step_summary``: the latency table, gates and verdicts in Markdown on a GitHub Actions job's summary page;
+- ``gates_run``: the gates' hooks: judged at quitting, written for CI, printed after the files.
 
-``etcd_users.plugin`` decides when each of them runs.
+The features' hooks (``etcd_users.features``: ``gates_run``, ``exporter``, ``webui``, ``key_skew``, ``summary``)
+and ``etcd_users.plugin`` decide when each of them runs.
 """

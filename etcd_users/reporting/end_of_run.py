@@ -4,7 +4,8 @@ Locust's summary rounds to whole milliseconds; this table has the exact percenti
 the microsecond, the figures of ``PREFIX_latency.csv``: count, failures, P50, P90, P99, P99.9 and max per request
 name and series (``intended`` beside ``service`` for rate-driven users), the ``Aggregated`` row last. It goes
 through ``locust.stats_logger`` as Locust's summary does (plain lines on stderr, ``--logfile``, the web UI's log),
-before the SLA lines. ``table_lines`` and ``files_lines`` are pure.
+before the SLA lines. ``table_lines`` and ``files_lines`` are pure; ``at_quit`` prints them on a master or single
+process, with Locust's ``_stats.csv`` completed first.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import os
 from collections.abc import Sequence
 
 from etcd_users.files import AGGREGATED, SERVICE, SUFFIXES
+from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
+from etcd_users.reporting import breach, final_stats
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
@@ -99,3 +102,15 @@ def print_summary(rows: Sequence[LatencyRow], paths: Sequence[str]) -> None:
         _console.info(line)
     if lines or paths:
         _console.info("")
+
+
+def at_quit(environment, recorder: LatencyRecorder, junit_path: str | None, since: float) -> None:
+    """After Locust's summary, on a master or single process: _stats.csv completed, the exact table, the files written
+    since ``since`` (a file older than that is a previous run's)."""
+    final_stats.at_quit(environment)
+    options = environment.parsed_options
+    json_file = getattr(options, "json_file", None)
+    prefix = getattr(options, "csv_prefix", None)
+    reports = (getattr(options, "html_file", None), f"{json_file}.json" if json_file else None)
+    reports += (breach.capture_file(prefix) if prefix else None, junit_path)  # the capture's directory: its files
+    print_summary(recorder.snapshot(), run_files(prefix, reports, since=since))

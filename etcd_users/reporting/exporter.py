@@ -23,6 +23,9 @@ as its non-zero HDR counts (``RecentSeconds``, a listener of ``LatencyStore.merg
 dropped after, so memory stays bounded however long the run. A scrape runs in a greenlet of the process, like Locust's
 web UI, and costs about 1.5 ms per request name (most of it prometheus_client writing the 110 lines of each name's
 histogram).
+
+``ExporterRun`` is the feature's hooks (``etcd_users.features``): the exporter starts at init, once the run's settings
+are resolved, and stops at quit.
 """
 
 from __future__ import annotations
@@ -44,10 +47,12 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from etcd_users import hdr
+from etcd_users.features import FeatureHooks
 from etcd_users.files import SERVICE
 from etcd_users.latency.recent import RecentSeconds, Window
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting import sla
+from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.shapes.protocol import judged_shape
 
@@ -325,3 +330,28 @@ def _serve_on_web_ui(environment, web_ui, registry: CollectorRegistry) -> None:
         response = make_response(encoder(registry))
         response.headers["Content-Type"] = content_type
         return response
+
+
+# -- the feature's hooks --
+
+
+class ExporterRun(FeatureHooks):
+    """On a master or single process: the exporter from init to quit."""
+
+    def __init__(self, tool) -> None:
+        super().__init__(tool)
+        self.exporter: Exporter | None = None
+
+    def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
+        if self.tool.run_settings is None:
+            return  # a worker, or a run without the tool's options
+        is_master = run_context(environment).role.is_master
+        try:
+            self.exporter = start(environment, web_ui, self.tool.recorder, lambda: self.tool.run_settings, is_master)
+        except ExporterError as error:
+            self.tool.fail(str(error))
+
+    def on_quit(self, **_kwargs) -> None:
+        if self.exporter is not None:
+            self.exporter.stop()
+            self.exporter = None

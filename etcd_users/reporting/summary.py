@@ -24,7 +24,7 @@ from pathlib import PurePath
 
 import grpc
 
-from etcd_users.features import FEATURES, FeatureHooks
+from etcd_users.features import FeatureHooks, option_groups
 from etcd_users.files import AGGREGATED, SECRET_SHOWN, SERVICE, SUFFIXES, SUMMARY_SCHEMA_VERSION
 from etcd_users.latency.store import LatencyRow
 from etcd_users.reporting.member_figures import member_figures
@@ -77,7 +77,7 @@ def json_safe(value):
 
 def secret_options() -> frozenset[str]:
     """The dests of the tool's options declared secret (the client key, the user's password)."""
-    return frozenset(declared.dest for feature in FEATURES for declared in feature.options.options() if declared.secret)
+    return frozenset(declared.dest for group in option_groups() for declared in group.options() if declared.secret)
 
 
 def options_of(parsed_options, secrets: Iterable[str] = ()) -> dict:
@@ -274,14 +274,14 @@ class RunSummary(FeatureHooks):
             (entry.method or "", entry.name, str(entry.error), entry.occurrences)
             for entry in environment.stats.errors.values()
         )
-        rows = tool.member_rows
+        context = run_context(environment)  # what the other features left: the members, the gates, the workers lost
+        rows = context.member_rows
         since = started or 0.0
 
         def run_file(kind: str) -> dict | None:
             return read_json(prefix + SUFFIXES[kind], since) if prefix else None
 
         shape = run_file("shape")
-        context = run_context(environment)  # what the other features left: the workers lost, the watchers' tally
         return {
             "schema": SUMMARY_SCHEMA_VERSION,
             "started_at": started,
@@ -289,7 +289,7 @@ class RunSummary(FeatureHooks):
             "duration_s": round(ended - started, 3) if started else None,
             "options": options_of(environment.parsed_options, secret_options()),
             "environment": {
-                "cluster": cluster_of(tool.preflight),
+                "cluster": cluster_of(context.preflight),
                 "load": {
                     "cores": os.cpu_count(),
                     "processes": self.workers or 1,
@@ -300,7 +300,7 @@ class RunSummary(FeatureHooks):
                 },
             },
             "requests": requests_of(recorder.snapshot(), recorder.first_request, recorder.last_request, errors),
-            "gates": gates_of(tool.verdicts.results),
+            "gates": gates_of(context.gate_results),
             "levels": shape.get("levels") if isinstance(shape, dict) else None,
             "capacity": run_file("capacity"),
             "disruptions": run_file("disruptions"),

@@ -22,11 +22,14 @@ The tabs are declared once in ``web_ui.template_args`` (``extended_tabs``, ``ext
 a placeholder, never in clear; a form that sends the placeholder back keeps the value in use.
 
 The start form (``template_args``, rebuilt by Locust on each page load): the ``--etcd-*`` options first, in the order
-of ``etcd_users.settings.OPTIONS`` (endpoints, target, SLA, …), then the others (the shapes'); choices as drop-downs
+of ``etcd_users.features.OPTIONS`` (endpoints, target, SLA, …), then the others (the shapes'); choices as drop-downs
 (``etcd_users.arguments``); each option's whole help (a little CSS, ``FORM_CSS``: Locust's labels are cut to one
 line with "…"); the class picker (``--class-picker``) ticks ``EtcdPutUser`` alone, on the first form as after *New*,
 and a start with no class ticked is refused rather than run with all of them. An *Edit* of a running test keeps its
 classes. The header shows the endpoints as the host (``etcd_users.plugin`` sets it).
+
+``WebUiTabs`` is the feature's hooks (``etcd_users.features``): the tabs are declared at init, on a master or single
+process with a web UI, and start counting afresh with each run.
 """
 
 import io
@@ -41,11 +44,13 @@ from flask import jsonify, make_response, request
 from werkzeug.datastructures import ImmutableMultiDict
 
 from etcd_users.disruptions.cost import Cost, describe
+from etcd_users.features import OPTIONS, FeatureHooks
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
 from etcd_users.reporting import disruption_gates, server_metrics, sla
-from etcd_users.settings import OPTIONS, EtcdSettings
+from etcd_users.run_context import run_context
+from etcd_users.settings import EtcdSettings
 from etcd_users.shapes.protocol import judged_shape
 from etcd_users.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
 
@@ -499,3 +504,28 @@ def install(
         return response
 
     return tabs
+
+
+class WebUiTabs(FeatureHooks):
+    """The tabs of the process's web UI; the alarm and the disruptions' windows are read from the run's context."""
+
+    def __init__(self, tool) -> None:
+        super().__init__(tool)
+        self.tabs: EtcdTabs | None = None
+
+    def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
+        if web_ui is None or self.tool.run_settings is None:
+            return  # no web UI, a worker, or a run without the tool's options
+        context = run_context(environment)
+        self.tabs = install(
+            environment,
+            web_ui,
+            self.tool.recorder,
+            lambda: self.tool.run_settings,
+            lambda: context.alarm,
+            lambda: context.disruption_windows(),
+        )
+
+    def on_run_start(self, environment, settings: EtcdSettings) -> None:
+        if self.tabs is not None:
+            self.tabs.on_test_start()

@@ -4,7 +4,7 @@ Locust marks a worker "missing" after three heartbeats it did not send (about 3 
 it and lets the run go on with the others. The watch keeps each worker's users and last heartbeat as the run goes,
 so that when one goes missing it can say what went with it: a warning at once, the ``lost_workers`` of the run's
 summary, a line at the end of the run and, when ``--etcd-sla`` judges the run, a failed verdict among the gates' (exit
-code 3).
+code 3); the gates' hooks (``etcd_users.reporting.gates_run``) make it and add its verdict.
 Without gates the exit code stays the run's: the gates are the run's verdict, and a run without them has none.
 """
 
@@ -115,11 +115,14 @@ class WorkerWatch(FeatureHooks):
 
     def on_quitting(self, environment) -> None:
         self._stop()
+
+    def add_verdict(self, results: list[Result]) -> None:
+        """With gates, a run that lost workers fails among them (and so in the exit code)."""
         result = self.verdict()
         settings = self.tool.run_settings
         if result is None or settings is None or not settings.gates.sla or not self.tool.ran:
             return
-        self.tool.verdicts.results.append(result)  # the gates' verdict, and so the exit code, counts it
+        results.append(result)
         logger.error("SLA: %s: %s", WORKERS, result.shown)
 
     def on_quit(self, **_kwargs) -> None:

@@ -3,7 +3,8 @@
 disruptions. The shapes' live in ``etcd_users.shapes.options``.
 
 Pure: nothing of Locust, gRPC or the run, so the suite runner, the tests and the analysis can validate options
-without gevent's monkey patching. ``etcd_users.features`` registers the groups with Locust.
+without gevent's monkey patching. ``etcd_users.features`` lists the groups in their order (``OPTIONS``) and
+registers them with Locust.
 """
 
 from etcd_users.settings.audit import AuditSettings
@@ -38,28 +39,10 @@ from etcd_users.settings.summary import SummarySettings
 from etcd_users.settings.watch import WatchSettings
 from etcd_users.settings.workload import DEFAULT_PREFIX, WorkloadSettings, parse_prefix
 
-# the --etcd-* groups in the order Locust's help and web UI show them: where the load goes and what it is judged by
-# first
-GROUPS = (
-    ConnectionSettings,
-    GateSettings,
-    WorkloadSettings,
-    WatchSettings,
-    MonitoringSettings,
-    ExporterSettings,
-    KubeSettings,
-    DisruptionSettings,
-    AuditSettings,
-    SummarySettings,
-)
-OPTIONS = tuple(declared for group in GROUPS for declared in group.options())
-
 __all__ = [
     "AuditSettings",
     "CLIENT_MAX_SEND_BYTES",
     "DEFAULT_PREFIX",
-    "GROUPS",
-    "OPTIONS",
     "ConnectionSettings",
     "DisruptionSettings",
     "ExporterSettings",

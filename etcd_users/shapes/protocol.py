@@ -27,7 +27,7 @@ class JudgedShape(Protocol):
 
     judges_whole_run: bool
     """False: the run's ``--etcd-sla`` gates are judged per level only, not also over the whole run at its end (the
-    plugin's end-of-run verdict and JUnit report skip them)."""
+    gates' end-of-run verdict and JUnit report skip them)."""
 
     recorder: LatencyRecorder | None
     """Given by the tool at init: the exact latencies each level is judged on. None (the default): no level is
@@ -35,7 +35,7 @@ class JudgedShape(Protocol):
 
     on_breach: Callable[[str], None]
     """Given by the tool at init: called once per run with the verdict line of the run's first failing level (the
-    plugin's breach capture). Defaults to doing nothing."""
+    members' monitoring's breach capture). Defaults to doing nothing."""
 
     member_rows: Callable[[], list | None]
     """Given by the tool at init: the members' polled rows of the current run (``PREFIX_etcd_metrics.csv``'s, kept

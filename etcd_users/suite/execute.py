@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from etcd_users.features import OPTIONS
 from etcd_users.files import (
     AGGREGATED,
     RUN_DONE,
@@ -31,7 +32,6 @@ from etcd_users.files import (
 )
 from etcd_users.local import ClusterError, LocalCluster, find_etcd_binary
 from etcd_users.local.ports import free_ports
-from etcd_users.settings import OPTIONS
 from etcd_users.suite.plan import PlannedRun, combinations, fingerprint, grid, locust_command, plan
 from etcd_users.suite.schema import OPTIONS_BY_NAME, RESERVED_OPTIONS, Suite
 

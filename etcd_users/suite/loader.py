@@ -12,7 +12,8 @@ from pathlib import Path
 import yaml
 
 from etcd_users.arguments import Option
-from etcd_users.settings import OPTIONS, SettingsError, parse_endpoints, settings_from_options
+from etcd_users.features import OPTIONS
+from etcd_users.settings import SettingsError, parse_endpoints, settings_from_options
 from etcd_users.suite.plan import Combination, combinations
 from etcd_users.suite.schema import (
     DEFAULT_LOCUSTFILE,

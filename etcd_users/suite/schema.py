@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from etcd_users.arguments import Option
-from etcd_users.settings import OPTIONS
+from etcd_users.features import OPTIONS
 
 # the packaged locustfile: the default works from an installed tool as from a clone
 DEFAULT_LOCUSTFILE = Path(__file__).resolve().parents[1] / "locustfile.py"

@@ -15,10 +15,11 @@ import pytest
 from checks import refusal_line
 from support import assert_one_line_error, free_port, run_analysis, run_locust, running
 
+from etcd_users.features import OPTIONS
 from etcd_users.files import BREACH_CAPTURE, BREACH_FILES
 from etcd_users.local import LocalCluster
 from etcd_users.reporting.breach import member_directory, start_capture
-from etcd_users.settings import OPTIONS, settings_from_options
+from etcd_users.settings import settings_from_options
 
 pytestmark = pytest.mark.e2e
 

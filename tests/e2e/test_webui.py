@@ -19,6 +19,7 @@ from certs import make_certs
 from support import REPO, LocustProcess, free_port, start_locust
 
 from etcd_users import settings as etcd_options
+from etcd_users.features import OPTIONS
 from etcd_users.files import LATENCY_SUMMARY_COLUMNS as SUMMARY_COLUMNS
 from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.reporting.webui import SECRET_PLACEHOLDER, SLA_HINT
@@ -118,7 +119,7 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
         args = ui.template_args()
         form = args["extra_options"]
         # a repeatable option (--etcd-disrupt-command) is a list: the command line's, which a form field cannot hold
-        every = (*etcd_options.OPTIONS, *shape_options.OPTIONS)
+        every = (*OPTIONS, *shape_options.OPTIONS)
         expected = {option.dest: option for option in every if not getattr(option, "repeatable", False)}
         first = ["etcd_endpoints", "etcd_target", "etcd_sla"]  # where the load goes and what the run is judged by
         assert list(form) == first + [dest for dest in expected if dest not in first]  # then ours, then the shapes'
@@ -312,7 +313,7 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
                 select = custom.locator(f'select[name="{name}"]')
                 assert select.locator("option").all_inner_texts() == options, name
             # each field is labelled with its option's whole help, never cut with "…"
-            for option in (option for option in etcd_options.OPTIONS if not option.repeatable):  # lists: no field
+            for option in (option for option in OPTIONS if not option.repeatable):  # lists: no field
                 label = custom.locator("label").filter(has_text=f"[env {option.env_var}, default ")
                 assert option.help in label.inner_text(), option.flag
                 assert label.evaluate("e => e.scrollWidth <= e.clientWidth && e.offsetHeight > 0"), option.flag

@@ -1,14 +1,12 @@
-"""The put workload with a test-only breach: one second into the run, the plugin's ``on_breach`` is called twice,
-as the live judging does when a level fails (the capture must start once)."""
+"""The put workload with a test-only breach: one second into the run, the run's ``on_breach`` is called twice, as
+the live judging does when a level fails (the capture must start once)."""
 
 from locust import events
 
 import gevent
 
-from etcd_users import (
-    EtcdPutUser,  # noqa: F401  (Locust collects the User classes from this module)
-    plugin,
-)
+from etcd_users import EtcdPutUser  # noqa: F401  (Locust collects the User classes from this module)
+from etcd_users.run_context import run_context
 
 TRIGGER_AFTER_SECONDS = 1.0
 WHY = "test trigger: put p99 above 0.001 ms"
@@ -18,8 +16,8 @@ WHY = "test trigger: put p99 above 0.001 ms"
 def _breach_soon(environment, **_kwargs) -> None:
     def breach() -> None:
         gevent.sleep(TRIGGER_AFTER_SECONDS)
-        etcd_plugin = plugin.install(environment.events)  # the plugin already installed: the same one
-        etcd_plugin.on_breach(WHY)
-        etcd_plugin.on_breach(WHY + " (again)")
+        context = run_context(environment)  # the members' monitoring left its on_breach there at init
+        context.on_breach(WHY)
+        context.on_breach(WHY + " (again)")
 
     gevent.spawn(breach)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from support import DEPLOY, deploy_manifests, pod_container
 
-from etcd_users import settings as etcd_options
+from etcd_users import features as etcd_options
 from etcd_users.settings import settings_from_options
 from etcd_users.shapes import options as shape_options
 

@@ -14,7 +14,8 @@ from etcd_users.disruptions.schedule import (
     parse_schedule,
     parse_seconds,
 )
-from etcd_users.settings import OPTIONS, DisruptionSettings, SettingsError
+from etcd_users.features import OPTIONS
+from etcd_users.settings import DisruptionSettings, SettingsError
 
 URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
 

@@ -139,3 +139,31 @@ def test_no_module_keeps_a_run_s_state_in_a_module_level_dict_keyed_by_id():
         tree = ast.parse(path.read_text())
         found += [f"{path.relative_to(REPO)}:{line}" for line in keys_by_id(tree, module_level_dicts(tree))]
     assert found == []
+
+
+def feature_hooks_classes() -> set[str]:
+    """Every class of the package whose bases name ``FeatureHooks``, as ``module:Class``."""
+    found = set()
+    for name, path in project_modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            bases = [ast.unparse(base) for base in node.bases] if isinstance(node, ast.ClassDef) else []
+            if any(base.endswith("FeatureHooks") for base in bases):
+                found.add(f"{name}:{node.name}")
+    return found
+
+
+def test_a_feature_is_one_place_its_entry_in_features():
+    # FEATURES is the only list: the option groups, the --etcd-* options and the hooks all come from it
+    from etcd_users import features, settings
+    from etcd_users.shapes.options import ShapeSettings
+
+    assert not hasattr(settings, "GROUPS") and not hasattr(settings, "OPTIONS")
+    groups = [feature.options for feature in features.FEATURES if feature.options is not None]
+    assert list(features.option_groups()) == groups
+    etcd_groups = [group for group in groups if group is not ShapeSettings]
+    assert features.OPTIONS == tuple(declared for group in etcd_groups for declared in group.options())
+    named = {feature.hooks for feature in features.FEATURES if feature.hooks}
+    # the key space fill is the plugin's own (between its test_start and the features'); the gates' hooks compose
+    # the watch over the workers
+    others = {"etcd_users.key_space_run:KeySpaceFill", "etcd_users.reporting.worker_watch:WorkerWatch"}
+    assert feature_hooks_classes() == named | others

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from etcd_users.features import OPTIONS
 from etcd_users.kubernetes.layout import (
     NODE_LEASE_BYTES,
     Layout,
@@ -22,7 +23,7 @@ from etcd_users.kubernetes.layout import (
     spread_schedule,
 )
 from etcd_users.kubernetes.run import may_compact, wanted_keys
-from etcd_users.settings import OPTIONS, KubeSettings, SettingsError, settings_from_options
+from etcd_users.settings import KubeSettings, SettingsError, settings_from_options
 from etcd_users.settings.declare import parse_weights
 from etcd_users.settings.kubernetes import K8S_READS, K8S_WRITES, parse_k8s_object_size, parse_k8s_objects
 

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import gevent
 import pytest
 
-from etcd_users.settings import OPTIONS, Endpoint, settings_from_options
+from etcd_users.features import OPTIONS
+from etcd_users.settings import Endpoint, settings_from_options
 from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import Connection, EndpointPool, MemberStatus
 

@@ -11,11 +11,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from etcd_users.arguments import shown
+from etcd_users.features import OPTIONS
 from etcd_users.keys import next_page_key
 from etcd_users.reporting.server_metrics import member_urls
 from etcd_users.settings import (
     DEFAULT_PREFIX,
-    OPTIONS,
     Credentials,
     Endpoint,
     Gate,

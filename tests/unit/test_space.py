@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from etcd_users.compaction import CompactionSchedule
+from etcd_users.features import OPTIONS
 from etcd_users.local import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
-from etcd_users.plugin import EtcdPlugin
 from etcd_users.reporting.server_metrics import DB_SIZE, QUOTA, Scrape
 from etcd_users.reporting.space import (
     Alarms,
@@ -27,7 +27,9 @@ from etcd_users.reporting.space import (
     recovery_commands,
     seconds_left,
 )
-from etcd_users.settings import OPTIONS, settings_from_options
+from etcd_users.role import Role
+from etcd_users.run_context import RunContext
+from etcd_users.settings import settings_from_options
 
 MIB = 1024**2
 GIB = 1024**3
@@ -224,10 +226,10 @@ def space_records(caplog, level: int) -> list[str]:
 def test_the_alarm_is_logged_once_per_run_shown_while_raised_and_cleared_when_disarmed(caplog):
     caplog.set_level(logging.INFO)
     watch = watch_of("http://10.0.0.1:2379,http://10.0.0.2:2379")
-    plugin = EtcdPlugin(True)
-    plugin.space_watch = watch
+    context = RunContext(SimpleNamespace(), Role.SINGLE)  # the web UI reads the alarm there
+    context.space_watch = watch
     watch.after_poll(0.0, [])
-    assert plugin.alarm is None and space_records(caplog, logging.ERROR) == []
+    assert context.alarm is None and space_records(caplog, logging.ERROR) == []
     watch.probe.alarms = Alarms((("NOSPACE", "http://10.0.0.2:2379"),), 4242)
     watch.after_poll(1.0, [])
     watch.after_poll(2.0, [])
@@ -238,14 +240,14 @@ def test_the_alarm_is_logged_once_per_run_shown_while_raised_and_cleared_when_di
         "    etcdctl --endpoints http://10.0.0.1:2379,http://10.0.0.2:2379 defrag",
         "    etcdctl --endpoints http://10.0.0.1:2379 alarm disarm",
     ]
-    assert plugin.alarm == alarm_summary(["http://10.0.0.2:2379"])
+    assert context.alarm == alarm_summary(["http://10.0.0.2:2379"])
     watch.probe.alarms = Alarms((), 5000)
     watch.after_poll(3.0, [])
-    assert plugin.alarm is None
+    assert context.alarm is None
     assert "etcd: the NOSPACE alarm is disarmed; writes are accepted again" in space_records(caplog, logging.INFO)
     watch.probe.alarms = Alarms((("NOSPACE", "http://10.0.0.2:2379"),), 6000)
     watch.after_poll(4.0, [])
-    assert plugin.alarm is not None and len(space_records(caplog, logging.ERROR)) == 1  # once per run
+    assert context.alarm is not None and len(space_records(caplog, logging.ERROR)) == 1  # once per run
     watch.close()
     assert watch.probe.closed
 

@@ -8,7 +8,7 @@ import locust  # noqa: F401  (gevent patching before anything else loads: the te
 import argparse
 from types import SimpleNamespace
 
-from etcd_users import settings as etcd_options
+from etcd_users.features import OPTIONS
 from etcd_users.latency.store import LatencyRow
 from etcd_users.reporting import disruption_gates
 from etcd_users.reporting.server_metrics import Scrape
@@ -28,7 +28,7 @@ from etcd_users.settings import parse_gates, settings_from_options
 
 
 def test_endpoint_rows_mark_the_leader_and_where_requests_go():
-    namespace = argparse.Namespace(**{option.dest: option.default for option in etcd_options.OPTIONS})
+    namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
     namespace.etcd_endpoints = "http://10.0.0.1:2379,http://10.0.0.2:2379,http://10.0.0.3:2379"
     namespace.etcd_target = "leader"
     namespace.etcd_conns = 4
@@ -54,7 +54,7 @@ def test_endpoint_rows_mark_the_leader_and_where_requests_go():
 
 
 def test_leader_changes_count_from_the_run_s_start_not_the_first_election():
-    namespace = argparse.Namespace(**{option.dest: option.default for option in etcd_options.OPTIONS})
+    namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
     namespace.etcd_endpoints = "http://10.0.0.1:2379,http://10.0.0.2:2379"
     settings = settings_from_options(namespace)
     urls = ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]
@@ -91,7 +91,7 @@ def test_latencies_show_three_decimals_and_an_empty_sla_tab_says_how_to_add_gate
 
 def test_the_form_lists_etcd_options_first_in_order_and_ticks_one_class():
     shape = {dest: {"default_value": 1} for dest in ("shape_seed", "shape_ladder")}
-    etcd = {option.dest: {"default_value": option.default} for option in sorted(etcd_options.OPTIONS, key=str)}
+    etcd = {option.dest: {"default_value": option.default} for option in sorted(OPTIONS, key=str)}
     args = {
         "extra_options": {**shape, **etcd},
         "available_user_classes": ["EtcdDeleteUser", "EtcdPutUser", "EtcdRangeUser"],
@@ -100,7 +100,7 @@ def test_the_form_lists_etcd_options_first_in_order_and_ticks_one_class():
     shape_form(args, [])
     order = list(args["extra_options"])
     assert order[:3] == ["etcd_endpoints", "etcd_target", "etcd_sla"]
-    rest = [option.dest for option in etcd_options.OPTIONS if option.dest not in order[:3]]
+    rest = [option.dest for option in OPTIONS if option.dest not in order[:3]]
     assert order == order[:3] + rest + ["shape_seed", "shape_ladder"]
     assert args["available_user_classes"] == ["EtcdPutUser"]  # the page ticks these
     assert list(args["users"]) == ["EtcdDeleteUser", "EtcdPutUser", "EtcdRangeUser"]  # and lists these
