@@ -123,9 +123,10 @@ FEATURES = (
     # the puts per key, counted from the keys' versions at the run's start and stop (PREFIX_skew.json)
     Feature("workload and keys", WorkloadSettings, "etcd_users.reporting.key_skew:KeySkew"),
     Feature("watchers", WatchSettings, "etcd_users.watchers.run:WatchersRun"),
+    # before the members' watch: a port taken is refused at init before the pre-flight's burst reaches the members
+    Feature("Prometheus exporter", ExporterSettings, "etcd_users.reporting.exporter:ExporterRun"),
     # the pre-flight report, the members' /metrics, the db against its quota, compaction, the capture at a breach
     Feature("monitoring of the members", MonitoringSettings, "etcd_users.members_watch:MembersWatch"),
-    Feature("Prometheus exporter", ExporterSettings, "etcd_users.reporting.exporter:ExporterRun"),
     # the web UI's etcd tabs and its start form (on a master or single process with a web UI)
     Feature("web UI", None, "etcd_users.reporting.webui:WebUiTabs"),
     Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.kubernetes.run:KubernetesRun"),
