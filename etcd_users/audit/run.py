@@ -117,6 +117,10 @@ class AuditRun(FeatureHooks):
             self.audit.hash_error = str(error)
         except Exception as error:  # whatever the members do, the audit ends with its line: failed, saying why
             self.audit.hash_error = error_detail(error)
+        local = self.tool.target.local
+        if self.audit.failed and local is not None:  # what the members hold is the failure's evidence: not removed
+            kept = local.keep_files()
+            self.audit.kept = str(kept) if kept is not None else None
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         if prefix:
             _write_json(prefix + SUFFIXES["audit"], self.audit.as_json())

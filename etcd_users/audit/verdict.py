@@ -144,6 +144,7 @@ class Audit:
     hashes: Hashes | None = None
     hash_error: str | None = None  # why the members could not be hashed
     missing: int = 0  # processes that ran users but sent no counts
+    kept: str | None = None  # where the local etcd's data dirs and logs were kept as the failure's evidence
 
     @property
     def writes(self) -> int:
@@ -243,6 +244,8 @@ class Audit:
             parts.append("not read back: " + "; ".join(errors))
         if self.evidence:  # a bug of the members' version may be why
             parts.extend(known_bug_names(self._versions()))
+        if self.kept:
+            parts.append(f"the members' data and logs kept in {self.kept}")
         return ("audit FAILED: " if self.failed else "audit: ") + "; ".join(parts)
 
     def known_bugs(self) -> list[str]:
@@ -346,6 +349,7 @@ class Audit:
             "staleness": self.staleness().rows(),
             "processes": [process.to_report() for process in self.processes],
             "missing_processes": self.missing,
+            "kept": self.kept,
         }
 
 

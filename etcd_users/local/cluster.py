@@ -72,6 +72,7 @@ class LocalCluster:
         self._ports_per_member = 2 if tls is None else 3
         self._user_data_dir = Path(data_dir).resolve() if data_dir else None
         self._base_dir: Path | None = None
+        self._kept = False  # the temporary data dirs and logs are evidence: left in place at stop
         self._members: list[Member] = []
         self._binary: str | None = binary
         self.upgrade_binary = upgrade_binary
@@ -116,9 +117,15 @@ class LocalCluster:
         atexit.unregister(self.stop)
         terminate_leader_last(self._members)
         self._members = []
-        if self._base_dir is not None and self._user_data_dir is None:
+        if self._base_dir is not None and self._user_data_dir is None and not self._kept:
             shutil.rmtree(self._base_dir, ignore_errors=True)
         self._base_dir = None
+
+    def keep_files(self) -> Path | None:
+        """Leave the members' data dirs and logs in place at stop (a data dir of one's own always is); their folder,
+        or None before a start."""
+        self._kept = True
+        return self._base_dir
 
     def __enter__(self) -> LocalCluster:
         return self.start()

@@ -7,8 +7,10 @@ import re
 import time
 import urllib.parse
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import etcd3
+import psutil
 import pytest
 from checks import assert_no_traceback
 from support import headless_args, read_csv_rows, run_locust, running, start_locust
@@ -174,3 +176,44 @@ def test_a_healthy_cluster_passes_at_a_fan_out_the_client_takes_seconds_to_read(
     assert watches["watchers"] > 0 and watches["watchers"] % 1000 == 0, watches
     assert watches["missed"] == 0 and watches["disordered"] == 0, watches
     assert watches["in_order"] > 0 and "owed" in watches
+
+
+def local_run_args(prefix, seconds: int, *args: str) -> tuple[str, ...]:
+    timing = ("-u", "2", "-r", "2", "-t", f"{seconds}s", "--csv", str(prefix), *args)
+    return ("-f", "locustfile.py", "--headless", "--only-summary", *timing, "--etcd-local-members", "1", "EtcdPutUser")
+
+
+def test_a_failed_audit_keeps_the_local_etcds_data_and_logs_and_names_them(tmp_out):
+    """The tool's own etcd, its only member frozen from outside before the run ends: the read-back cannot be made, the
+    audit fails, and the member's data dir and log stay where the line says."""
+    prefix, temporary = tmp_out / "run", tmp_out / "tmp"
+    temporary.mkdir()  # the local etcd's temporary folder goes here, apart from other runs'
+    args = local_run_args(prefix, 6, "--etcd-timeout", "0.5")
+    with start_locust(*args, env={"TMPDIR": str(temporary)}, log_dir=tmp_out) as run:
+        deadline = time.monotonic() + 60
+        while "All users spawned" not in "".join(run.output()):
+            assert run.poll() is None and time.monotonic() < deadline, run.output()[1][-3000:]
+            time.sleep(0.1)
+        time.sleep(2)
+        (member,) = [child for child in psutil.Process(run.pid).children() if child.name() == "etcd"]
+        member.suspend()  # SIGSTOP until the tool's stop kills it (SIGKILL reaches a stopped process)
+        result = run.finish(timeout=120)
+    assert_no_traceback(result.stdout + result.stderr)
+    assert result.returncode == AUDIT_EXIT_CODE, result.stderr[-3000:]
+    line = audit_line(result.stderr)
+    kept = re.search(r"; the members' data and logs kept in (\S+)$", line)
+    assert line.startswith("audit FAILED: ") and kept, line
+    folder = Path(kept.group(1))
+    assert folder.parent == temporary, folder
+    assert (folder / "member0.log").stat().st_size > 0 and (folder / "member0" / "member" / "wal").is_dir(), folder
+    assert json.loads(Path(f"{prefix}_audit.json").read_text())["kept"] == str(folder)
+
+
+def test_a_passing_audit_leaves_no_local_etcd_data_behind(tmp_out):
+    prefix, temporary = tmp_out / "run", tmp_out / "tmp"
+    temporary.mkdir()
+    result = run_locust(*local_run_args(prefix, 3), env={"TMPDIR": str(temporary)}, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert LINE.match(audit_line(result.stderr)), result.stderr[-3000:]
+    assert json.loads(Path(f"{prefix}_audit.json").read_text())["kept"] is None
+    assert list(temporary.iterdir()) == []
