@@ -72,6 +72,9 @@ class RunContext:
         self.gate_results: list[Result] = []  # the gates' results of the current (or last) run, once judged
         self.lost_workers: list[LostWorker] = []  # the master's workers lost during the current (or last) run
         self.watch_tally: WatchTally | None = None  # the whole run's watchers' tally, once the run is judged
+        # the watchers' tally so far: the process's own, or a master's workers' as last reported (the web UI, the
+        # exporter)
+        self.live_watch_tally: Callable[[], WatchTally] = WatchTally
         # the disruptions' windows: so far, with whether their run is over (the web UI); final, each with its cost,
         # stopping a run still going (the gates at quitting)
         self.disruption_windows: Callable[[], tuple[list[dict], bool]] = _no_windows

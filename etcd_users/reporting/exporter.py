@@ -17,6 +17,11 @@ master already merges, never measured on the request path.
   ``shapes.protocol.JudgedShape``'s current level while a test runs), ``locust_etcd_sla_gate_passing{gate}`` (each
   ``--etcd-sla`` gate judged on the same window, 1 or 0, absent while the window holds no request) and
   ``locust_etcd_run_info{class,target,endpoints_count,version}``.
+- the watchers' figures since the test started, while any watcher ran (``etcd_users.watchers.tally``; on a master, its
+  workers' as they last reported them): ``locust_etcd_watchers`` (watchers etcd confirmed),
+  ``locust_etcd_watch_events_total``, ``locust_etcd_watch_progress_notifications_total``,
+  ``locust_etcd_watchers_cancelled_total{reason}`` (etcd's reason) and ``locust_etcd_watch_behind_revisions{quantile}``
+  (P50, P99 and max (1) of the revisions each response with events was behind the newest known).
 
 Nothing is computed between scrapes except the window's bookkeeping: each merged second of each request name is kept
 as its non-zero HDR counts (``RecentSeconds``, a listener of ``LatencyStore.merged_listeners``) for the window and
@@ -55,6 +60,7 @@ from etcd_users.reporting import sla
 from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.shapes.protocol import judged_shape
+from etcd_users.watchers.tally import WatchTally, percentile
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +154,7 @@ class RunCollector(Collector):
         yield from self._runner()
         yield self._gates(window)
         yield self._info(settings)
+        yield from self._watchers(run_context(self.environment).live_watch_tally())
 
     def _counts(self) -> Iterator[Metric]:
         requests = CounterMetricFamily(
@@ -238,6 +245,36 @@ class RunCollector(Collector):
         for result in sla.evaluate_all(gates, measured):
             family.add_metric([f"{result.gate.label} {result.gate.limit}"], 1 if result.passed else 0)
         return family
+
+    def _watchers(self, tally: WatchTally) -> Iterator[Metric]:
+        if not (tally.watchers or tally.events or tally.cancelled):
+            return  # no watcher ran: no series
+        watchers = GaugeMetricFamily(PREFIX + "watchers", "Watchers etcd confirmed since the test started.")
+        watchers.add_metric([], tally.watchers)
+        yield watchers
+        events = CounterMetricFamily(PREFIX + "watch_events", "Watch events received since the test started.")
+        events.add_metric([], tally.events)
+        yield events
+        progress = CounterMetricFamily(
+            PREFIX + "watch_progress_notifications", "Watch responses without events since the test started."
+        )
+        progress.add_metric([], tally.progress)
+        yield progress
+        cancelled = CounterMetricFamily(
+            PREFIX + "watchers_cancelled", "Watchers etcd cancelled, by etcd's reason.", labels=["reason"]
+        )
+        for reason, count in sorted(tally.cancelled.items()):
+            cancelled.add_metric([reason], count)
+        yield cancelled
+        behind = GaugeMetricFamily(
+            PREFIX + "watch_behind_revisions",
+            "Revisions a response with events was behind the newest the process knew (1: the most).",
+            labels=["quantile"],
+        )
+        for quantile in (0.5, 0.99):
+            behind.add_metric([floatToGoString(quantile)], percentile(tally.by_response, quantile))
+        behind.add_metric(["1"], max(tally.by_response, default=0))
+        yield behind
 
     def _info(self, settings: EtcdSettings | None) -> Metric:
         family = GaugeMetricFamily(

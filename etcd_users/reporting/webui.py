@@ -10,6 +10,10 @@
 - "etcd SLA": the ``--etcd-sla`` gates evaluated on the data so far, or how to add some; under them, with a load shape,
   each level judged so far (its verdict and the measured values it was judged on), and each ``disrupt:`` gate on
   every window whose cost is known;
+- "etcd watchers": the watchers' figures so far (``etcd_users.watchers.tally``): watchers, events and their rate,
+  progress notifications, how many revisions behind, cancellations by etcd's reason, whether the client kept up;
+  on a master, its workers' as they last reported them (every 3 s). A watcher-only run (``EtcdWatcherUser``) counts
+  no request, so Locust's own table stays empty: this tab is where it shows;
 - "etcd disruptions": each item of ``--etcd-disrupt``, in the order of its times: waiting, running, done or failed
   (not reached, once the run is over), its members, its line of result and its cost per request name once known,
   from the windows the disruptions leave on the run's context (``etcd_users.run_context``).
@@ -53,6 +57,7 @@ from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.shapes.protocol import judged_shape
 from etcd_users.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
+from etcd_users.watchers.tally import WatchTally, percentile
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +65,7 @@ LATENCY_TAB = "etcd-latency"
 ENDPOINTS_TAB = "etcd-endpoints"
 SLA_TAB = "etcd-sla"
 DISRUPTIONS_TAB = "etcd-disruptions"
+WATCHERS_TAB = "etcd-watchers"
 CSV_ROUTE = "/etcd/latency/csv"
 SECRET_PLACEHOLDER = "********"
 SECRET_DESTS = frozenset(option.dest for option in OPTIONS if option.secret)
@@ -94,7 +100,9 @@ TABS = [
     {"title": "etcd endpoints", "key": ENDPOINTS_TAB},
     {"title": "etcd SLA", "key": SLA_TAB},
     {"title": "etcd disruptions", "key": DISRUPTIONS_TAB},
+    {"title": "etcd watchers", "key": WATCHERS_TAB},
 ]
+WATCHERS_HINT = "No watchers yet: EtcdWatcherUser opens them (--etcd-watch-streams, --etcd-watchers-per-stream)"
 DISRUPTIONS_HINT = "No disruptions: give --etcd-disrupt, e.g. defrag:leader@120s,move-leader@300s"
 TABLES = [
     {
@@ -139,6 +147,13 @@ TABLES = [
             {"key": "members", "title": "Members"},
             {"key": "result", "title": "Result"},
             {"key": "cost", "title": "Cost"},
+        ],
+    },
+    {
+        "key": WATCHERS_TAB,
+        "structure": [
+            {"key": "name", "title": "Watchers"},
+            {"key": "value", "title": "So far"},
         ],
     },
 ]
@@ -225,6 +240,27 @@ def disruption_rows(items: tuple[str, ...], windows: list[dict], over: bool) -> 
     return rows
 
 
+def watcher_rows(tally: WatchTally) -> list[dict[str, str]]:
+    """The watchers' figures so far, a row each; a hint without any watcher or event."""
+    if not (tally.watchers or tally.events or tally.cancelled):
+        return [{"name": WATCHERS_HINT, "value": ""}]
+    responses = tally.by_response
+    behind = f"P50 {percentile(responses, 0.5)}, P99 {percentile(responses, 0.99)}, max {max(responses, default=0)}"
+    rows = [
+        ("watchers", f"{tally.watchers:,}"),
+        ("events", f"{tally.events:,}"),
+        ("events per second", f"{tally.events_per_second:,.1f}"),
+        ("progress notifications", f"{tally.progress:,}"),
+        ("revisions behind the newest known, per response", behind),
+        ("watchers that fell behind", f"{tally.watchers_behind:,} (worst {max(tally.by_watcher, default=0):,})"),
+    ]
+    rows += [(f"cancelled: {label}", f"{count:,}") for label, count in sorted(tally.cancelled.items())]
+    if tally.event_intervals:
+        busy = f"{tally.busy_intervals} of {tally.event_intervals} intervals with events"
+        rows.append(("client busy", busy + (": client-bound" if tally.client_bound else "")))
+    return [{"name": name, "value": value} for name, value in rows]
+
+
 def level_rows(shape_record: dict | None) -> list[dict[str, str]]:
     """One row per level of a load shape judged live so far (``shapes.protocol.JudgedShape.shape_record``)."""
     rows = []
@@ -295,8 +331,10 @@ class EtcdTabs:
         run_settings: Callable[[], EtcdSettings | None],
         alarm: Callable[[], str | None] = lambda: None,
         disruption_windows: Callable[[], tuple[list[dict], bool]] = lambda: ([], False),
+        watch_tally: Callable[[], WatchTally] = WatchTally,
     ) -> None:
         self.environment = environment
+        self.watch_tally = watch_tally  # the watchers' tally so far
         # --etcd-disrupt: the current (or last) run's windows, and whether that run is over
         self.disruption_windows = disruption_windows
         self.recorder = recorder
@@ -388,6 +426,7 @@ class EtcdTabs:
                 {"key": ENDPOINTS_TAB, "data": self.endpoints()},
                 {"key": SLA_TAB, "data": self.sla()},
                 {"key": DISRUPTIONS_TAB, "data": self.disruptions()},
+                {"key": WATCHERS_TAB, "data": watcher_rows(self.watch_tally())},
             ]
             self._stats_at = now
         return self._stats
@@ -430,9 +469,10 @@ def install(
     run_settings: Callable[[], EtcdSettings | None],
     alarm: Callable[[], str | None] = lambda: None,
     disruption_windows: Callable[[], tuple[list[dict], bool]] = lambda: ([], False),
+    watch_tally: Callable[[], WatchTally] = WatchTally,
 ) -> EtcdTabs:
     """Declare the tabs and hook the routes of ``web_ui``."""
-    tabs = EtcdTabs(environment, recorder, run_settings, alarm, disruption_windows)
+    tabs = EtcdTabs(environment, recorder, run_settings, alarm, disruption_windows, watch_tally)
     base = getattr(environment.parsed_options, "web_base_path", "") or ""
     web_ui.template_args["extended_tabs"] = TABS
     web_ui.template_args["extended_tables"] = TABLES
@@ -524,6 +564,7 @@ class WebUiTabs(FeatureHooks):
             lambda: self.tool.run_settings,
             lambda: context.alarm,
             lambda: context.disruption_windows(),
+            lambda: context.live_watch_tally(),
         )
 
     def on_run_start(self, environment, settings: EtcdSettings) -> None:

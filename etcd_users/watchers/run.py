@@ -37,7 +37,8 @@ class WatchersRun(FeatureHooks):
         self.context: RunContext | None = None
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
-        self.context = run_context(environment)  # a worker reports to its master before any run starts
+        context = self.context = run_context(environment)  # a worker reports to its master before any run starts
+        context.live_watch_tally = lambda: self.total(context)
 
     def on_test_start(self, environment, **_kwargs) -> None:
         context = self.context = run_context(environment)

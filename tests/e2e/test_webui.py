@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import etcd3
 import pytest
 from certs import make_certs
 from support import REPO, LocustProcess, free_port, start_locust
@@ -225,6 +226,38 @@ def test_the_disruptions_tab_follows_the_schedule_and_the_sla_tab_judges_its_win
         assert ui.post("/stop")["success"]
         stderr = ui.stop_locust()
     assert "SLA disrupt defrag:leader@1s gap < 3600s: " in stderr
+
+
+@pytest.mark.slow
+def test_a_watcher_only_run_shows_its_watchers_and_their_events_in_the_tab_and_the_metrics(etcd1, tmp_out):
+    """EtcdWatcherUser counts no request, so Locust's own table stays empty: the watchers tab and the exporter carry
+    its figures, which must be the events etcd sent for the puts made from outside."""
+    prefix, watchers, puts = "/webui-watchers/", 20, 5
+    metrics_port = free_port()
+    fan_out = ("--etcd-watch-streams", "2", "--etcd-watchers-per-stream", "10", "--etcd-prometheus-port")
+    args = ("-f", "locustfile.py", "--etcd-endpoints", ",".join(etcd1.endpoints), "--etcd-prefix", prefix)
+    with web_ui(tmp_out, *args, "--etcd-cleanup", *fan_out, str(metrics_port), "EtcdWatcherUser") as ui:
+        [hint] = extended(ui.stats(), "etcd-watchers")
+        assert hint["name"].startswith("No watchers yet: EtcdWatcherUser opens them")
+        assert ui.post("/swarm", {"user_count": "1", "spawn_rate": "1"})["success"]
+
+        def figures(stats: dict) -> dict[str, str]:
+            return {row["name"]: row["value"] for row in extended(stats, "etcd-watchers")}
+
+        ui.wait_for(lambda stats: figures(stats).get("watchers") == str(watchers), "the watchers open", 60)
+        client = etcd3.client(host="127.0.0.1", port=int(etcd1.endpoints[0].rsplit(":", 1)[1]))
+        for index in range(puts):
+            client.put(f"{prefix}{index}", "v")
+        # however slow the machine, the events on their way are waited for: the count is what is judged
+        stats = ui.wait_for(lambda stats: figures(stats)["events"] == str(puts * watchers), "every event", 60)
+        assert figures(stats)["progress notifications"].isdigit()
+        assert all(row["num_requests"] == 0 for row in stats["stats"])  # Locust's table: no request of its own
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as response:
+            page = response.read().decode()
+        assert re.search(rf"^locust_etcd_watchers {watchers}(\.0)?$", page, re.M), page
+        assert re.search(rf"^locust_etcd_watch_events_total {puts * watchers}(\.0)?$", page, re.M), page
+        assert ui.post("/stop")["success"]
+        ui.stop_locust()
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,9 @@ from etcd_users.latency import store as store_module
 from etcd_users.latency.recent import RecentSeconds
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.reporting.exporter import BUCKETS_S, QUANTILES, RunCollector, bucket_counts
+from etcd_users.run_context import run_context
 from etcd_users.settings import SettingsError, settings_from_options
+from etcd_users.watchers.tally import WatchTally
 
 DASHBOARD = DEPLOY / "grafana" / "locust-etcd.json"
 
@@ -164,3 +166,25 @@ def test_the_dashboard_is_grafana_json_on_a_prometheus_variable_with_every_figur
         "process_resident_memory_bytes",
     ):
         assert metric in expressions, metric
+
+
+def test_the_watchers_figures_are_series_while_watchers_ran():
+    environment = Environment(events=Events())
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(RunCollector(environment, LatencyRecorder(environment), lambda: None, RecentSeconds(20), 0))
+
+    def families() -> dict:
+        return {family.name: family for family in text_string_to_metric_families(generate_latest(registry).decode())}
+
+    assert not any(name.startswith("locust_etcd_watch") for name in families())  # no watcher: no series
+    tally = WatchTally(watchers=300, events=9_000, progress=12, by_response={0: 98, 3: 1, 40: 1})
+    tally.cancelled = {"mvcc: required revision has been compacted": 2}
+    run_context(environment).live_watch_tally = lambda: tally
+    found = families()
+    assert found["locust_etcd_watchers"].samples[0].value == 300
+    assert found["locust_etcd_watch_events"].samples[0].value == 9_000
+    assert found["locust_etcd_watch_progress_notifications"].samples[0].value == 12
+    (cancelled,) = found["locust_etcd_watchers_cancelled"].samples
+    assert cancelled.labels == {"reason": "mvcc: required revision has been compacted"} and cancelled.value == 2
+    behind = {s.labels["quantile"]: s.value for s in found["locust_etcd_watch_behind_revisions"].samples}
+    assert behind == {"0.5": 0, "0.99": 3, "1": 40}
