@@ -24,7 +24,7 @@ import gevent
 import grpc
 
 from etcd_users.disruptions.actions import ActionError, Done, leader_of, resolve
-from etcd_users.disruptions.member_steps import START_TIMEOUT_S, Refused, start_on
+from etcd_users.disruptions.member_steps import START_TIMEOUT_S, Refused, said_times, start_on
 from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.transport import learners
@@ -132,13 +132,11 @@ def _bring_back(cluster: LocalCluster, index: int, call: Callable, step: dict, r
 
 
 def _said(step: dict) -> str:
-    stop = step["stop_at"]
-    times = [f"{key.split('_at')[0].replace('_', ' ')} {step[key] - stop:.2f} s" for key in _TIMES if key in step]
     refused = ", ".join(f"{reason} ×{count}" for reason, count in step["refusals"].items())
     leader = f" (the leader; {step['new_leader']} elected)" if "new_leader" in step else ""
     return (
         f"{step['member']}{leader} member {step['old_id']} replaced by {step.get('new_id', '?')} "
-        f"({', '.join(times)} after the kill{'; refused: ' + refused if refused else ''})"
+        f"({said_times(step, _TIMES)} after the kill{'; refused: ' + refused if refused else ''})"
     )
 
 

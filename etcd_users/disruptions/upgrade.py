@@ -22,7 +22,7 @@ import gevent
 
 from etcd_users.disruptions.action_table import ALL, FOLLOWER
 from etcd_users.disruptions.actions import ActionError, Done, leader_of, resolve
-from etcd_users.disruptions.member_steps import POLL_S, START_TIMEOUT_S, Refused, start_on
+from etcd_users.disruptions.member_steps import POLL_S, START_TIMEOUT_S, Refused, said_times, start_on
 from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.transport.pool import MemberStatus
@@ -132,11 +132,9 @@ def _bring_back(cluster: LocalCluster, index: int, binaries: tuple[str, str]) ->
 
 def _said(step: dict) -> str:
     """A step in a few words: the versions and the times from the stop."""
-    stop = step["stop_at"]
-    times = [f"{key.split('_at')[0].replace('_', ' ')} {step[key] - stop:.2f} s" for key in _TIMES if key in step]
     versions = f"{step.get('version_before')}→{step.get('version_after')}"
     refused = f", refused: {step['refused']}" if "refused" in step else ""
-    return f"{step['member']} {versions} ({', '.join(times)} after the stop{refused})"
+    return f"{step['member']} {versions} ({said_times(step, _TIMES)} after the stop{refused})"
 
 
 _TIMES = ("start_at", "healthy_at", "caught_up_at", "restart_start_at", "restart_healthy_at", "restart_caught_up_at")

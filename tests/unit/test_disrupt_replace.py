@@ -8,7 +8,7 @@ import grpc
 import pytest
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.disruptions.replace import _initial_cluster, _passes
+from etcd_users.disruptions.replace import _initial_cluster, _passes, _said
 from etcd_users.disruptions.schedule import Disruption, ScheduleError, check_allowed, parse_item, parse_schedule
 from etcd_users.transport import learners
 
@@ -115,3 +115,23 @@ def _refusal(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
 )
 def test_an_election_and_a_learner_behind_are_retried_any_other_refusal_fails_the_window(code, details, passes):
     assert _passes(_refusal(code, details)) is passes
+
+
+def test_the_window_says_each_phase_from_the_kill_and_etcd_s_refusals():
+    step = {
+        "member": "http://127.0.0.1:2379",
+        "old_id": "66e39d2bda71d2df",
+        "was_leader": True,
+        "new_leader": "http://127.0.0.1:22379",
+        "refusals": {"MemberAdd: etcdserver: unhealthy cluster": 3},
+        "stop_at": 100.0,
+        "elected_at": 101.21,
+        "removed_at": 101.22,
+        "new_id": "7e76f25ce00446bd",
+        "promoted_at": 102.22,
+    }
+    assert _said(step) == (
+        "http://127.0.0.1:2379 (the leader; http://127.0.0.1:22379 elected) member 66e39d2bda71d2df replaced by "
+        "7e76f25ce00446bd (elected 1.21 s, removed 1.22 s, promoted 2.22 s after the kill; refused: MemberAdd: "
+        "etcdserver: unhealthy cluster ×3)"
+    )
