@@ -216,8 +216,8 @@ def _locust_variant(args: list[str], tool: str) -> tuple[list[str], str, frozens
             return args, f"{name} does not exist (yet)", frozenset()
     shape = _value(args, "--shape") if tool == "locust-etcd" else None
     shape_files = [name for name in files if name.startswith("shapes/") or "shape" in Path(name).name]
-    # an upgrade or a rollback restarts members one at a time within the run: its page's run (seconds) is kept whole
-    restarts = re.search(r"(^|,)(upgrade|rollback)[:@]", _value(args, "--etcd-disrupt") or "")
+    # an upgrade, a rollback or a replacement restarts members within the run: its page's run (seconds) is kept whole
+    restarts = re.search(r"(^|,)(upgrade|rollback|replace)[:@]", _value(args, "--etcd-disrupt") or "")
     if "-t" in args and not restarts:
         _set_option(args, "-t", RUN_TIME)
     for option, cap in (("-u", MAX_USERS), ("-r", MAX_USERS), ("--processes", MAX_PROCESSES)):

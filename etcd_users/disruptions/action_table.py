@@ -18,6 +18,7 @@ NONE, OPTIONAL, REQUIRED = "none", "optional", "required"  # whether an action t
 
 _ACTIONS_MODULE = "etcd_users.disruptions.actions"
 _UPGRADE_MODULE = "etcd_users.disruptions.upgrade"
+_REPLACE_MODULE = "etcd_users.disruptions.replace"
 UPGRADE_FLAG = "--etcd-upgrade-binary"
 ALLOWED_FLAG = "--etcd-disrupt-allowed"
 
@@ -36,6 +37,9 @@ class Action:
     keeps: bool = False  # it takes =KEEP, the revisions to keep (compact)
     outside: bool = False  # it acts outside the tool (a command of the user's): only with --etcd-disrupt-allowed
     lasts_s: float = 0.0  # how long it may take without a DURATION: the data kept for its cost covers that much
+    # a local-only action that also calls etcd (the Cluster API): its function takes ``call`` after ``done``, the
+    # master's own connections (``Probe.run``)
+    calls_etcd: bool = False
 
     @property
     def form(self) -> str:
@@ -136,6 +140,17 @@ ACTIONS: dict[str, Action] = {
             "restarts an upgraded member on the etcd the cluster started with; when etcd refuses (the cluster version "
             "is the new one), the window fails with etcd's reason and the member is started again on the binary it ran",
             lasts_s=60.0,
+        ),
+        Action(
+            "replace",
+            (FOLLOWER, LEADER, URL),
+            NONE,
+            True,
+            f"{_REPLACE_MODULE}:replace",
+            "a disk failure: SIGKILL, MemberRemove, data dir wiped, MemberAdd as a learner on the same URLs, started, "
+            "caught up, MemberPromote; the window fails with etcd's reason when it refuses",
+            lasts_s=60.0,
+            calls_etcd=True,
         ),
         Action(
             "exec",

@@ -37,7 +37,7 @@ class Done:
         self.members: list[str] = []
         self.started_at: float | None = None
         self.result = ""
-        self.steps: list[dict] = []  # an upgrade's or a rollback's, one per member: its times and versions
+        self.steps: list[dict] = []  # an upgrade's, a rollback's or a replacement's, one per member: its times
 
     def start(self) -> None:
         if self.started_at is None:

@@ -129,7 +129,8 @@ class DisruptionRun:
             action = ACTIONS[disruption.action]
             act = action.load()
             if action.local_only:
-                act(self.cluster, self.probe.run(member_statuses), disruption, done)
+                calls = (self.probe.run,) if action.calls_etcd else ()
+                act(self.cluster, self.probe.run(member_statuses), disruption, done, *calls)
             elif action.outside:
                 endpoints = [endpoint.url for endpoint in self.settings.endpoints]
                 act(self.settings.disruptions.command(disruption.member), endpoints, disruption, done)

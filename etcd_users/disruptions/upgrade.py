@@ -22,22 +22,15 @@ import gevent
 
 from etcd_users.disruptions.action_table import ALL, FOLLOWER
 from etcd_users.disruptions.actions import ActionError, Done, leader_of, resolve
+from etcd_users.disruptions.member_steps import POLL_S, START_TIMEOUT_S, Refused, said_times, start_on
 from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
-from etcd_users.local.logs import log_size, start_reason
 from etcd_users.transport.pool import MemberStatus
 
 logger = logging.getLogger(__name__)
 
-START_TIMEOUT_S = 30.0  # a member replays its WAL before it is healthy
-CATCH_UP_TIMEOUT_S = 30.0
 # etcd's leader checks the members' versions every few seconds (4 s in 3.5) before it raises the cluster version
 CLUSTER_VERSION_TIMEOUT_S = 15.0
-POLL_S = 0.05
-
-
-class Refused(Exception):
-    """The member's process ended before it was caught up on the other binary: etcd's reason, from its log."""
 
 
 def _same(one: str, other: str) -> bool:
@@ -77,44 +70,6 @@ def _members(cluster: LocalCluster, statuses: list[MemberStatus], member: str, b
     return sorted(indexes, key=lambda index: index == leader)
 
 
-def _caught_up(cluster: LocalCluster, index: int, offset: int) -> None:
-    """Wait until member ``index`` has applied the leader's commit index of now; ``Refused`` when it ends first."""
-    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-    leader = cluster.leader_index(timeout=CATCH_UP_TIMEOUT_S)
-    indexes = cluster.raft_indexes(leader)
-    target = indexes[0] if indexes else 0
-    applied = 0
-    while True:
-        if cluster.pids[index] is None:
-            raise Refused(start_reason(cluster.log_path(index), offset))
-        indexes = cluster.raft_indexes(index)
-        applied = indexes[1] if indexes else applied
-        if applied >= target:
-            return
-        if time.monotonic() >= deadline:
-            raise ActionError(
-                f"{cluster.endpoints[index]} applied raft index {applied} of the leader's {target} in "
-                f"{CATCH_UP_TIMEOUT_S:g} s: not caught up"
-            )
-        gevent.sleep(POLL_S)
-
-
-def _start_on(cluster: LocalCluster, index: int, binary: str, step: dict, prefix: str = "") -> None:
-    """Start member ``index`` on ``binary`` and wait until it is healthy and caught up, noting when in ``step``
-    (``prefix``: the keys of a second start); ``Refused`` with etcd's reason when its process ends on the way."""
-    offset = log_size(cluster.log_path(index))
-    step[f"{prefix}start_at"] = round(time.time(), 3)
-    try:
-        cluster.start_member(index, START_TIMEOUT_S, binary=binary)
-    except ClusterError as error:
-        if cluster.pids[index] is not None:  # not healthy in time, still running: no refusal of etcd's
-            raise ActionError(str(error).splitlines()[0]) from None
-        raise Refused(start_reason(cluster.log_path(index), offset)) from None
-    step[f"{prefix}healthy_at"] = round(time.time(), 3)
-    _caught_up(cluster, index, offset)
-    step[f"{prefix}caught_up_at"] = round(time.time(), 3)
-
-
 def _cluster_version(cluster: LocalCluster, step: dict) -> None:
     """The cluster version after the step, as etcd tells it; once every member runs one minor version, after etcd has
     raised the cluster version to it (or ``CLUSTER_VERSION_TIMEOUT_S`` passed)."""
@@ -145,13 +100,13 @@ def _restart_on(cluster: LocalCluster, index: int, binary: str, done: Done) -> N
     step["stop_at"] = round(time.time(), 3)
     cluster.stop_member(index)
     try:
-        _start_on(cluster, index, binary, step)
+        start_on(cluster, index, binary, step)
     except Refused as refused:
         step["refused"] = str(refused)
         logger.warning(
             "disruption: %s did not start on %s (%s); starting it again on %s", url, binary, refused, previous
         )
-        _start_on(cluster, index, previous, step, prefix="restart_")
+        start_on(cluster, index, previous, step, prefix="restart_")
         _after(cluster, index, step)
         raise
     finally:
@@ -177,11 +132,9 @@ def _bring_back(cluster: LocalCluster, index: int, binaries: tuple[str, str]) ->
 
 def _said(step: dict) -> str:
     """A step in a few words: the versions and the times from the stop."""
-    stop = step["stop_at"]
-    times = [f"{key.split('_at')[0].replace('_', ' ')} {step[key] - stop:.2f} s" for key in _TIMES if key in step]
     versions = f"{step.get('version_before')}→{step.get('version_after')}"
     refused = f", refused: {step['refused']}" if "refused" in step else ""
-    return f"{step['member']} {versions} ({', '.join(times)} after the stop{refused})"
+    return f"{step['member']} {versions} ({said_times(step, _TIMES)} after the stop{refused})"
 
 
 _TIMES = ("start_at", "healthy_at", "caught_up_at", "restart_start_at", "restart_healthy_at", "restart_caught_up_at")

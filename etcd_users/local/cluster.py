@@ -205,16 +205,33 @@ class LocalCluster:
         """SIGTERM member `index` and wait for it to exit (SIGKILL after a grace period)."""
         terminate([self._member(index)])
 
-    def start_member(self, index: int, timeout: float = 20.0, binary: str | None = None) -> None:
+    def start_member(
+        self, index: int, timeout: float = 20.0, binary: str | None = None, initial_cluster: str | None = None
+    ) -> None:
         """Restart a stopped member with its previous data dir and ports, and wait until it is healthy; ``binary``:
-        on that etcd from now on (an upgrade, a rollback), else on the one it ran."""
+        on that etcd from now on (an upgrade, a rollback), else on the one it ran; ``initial_cluster`` (``name=peer
+        URL,…``, itself included): it joins the cluster of those members as a member added to it (a replacement)."""
         member = self._member(index)
         if member.is_running():
             raise ClusterError(f"member {index} is already running")
         if binary is not None:
             member.binary = binary
-        self._launch(member)
+        self._launch(member, initial_cluster)
         wait_healthy(self._members, [index], time.monotonic() + timeout, timeout)
+
+    def wipe_member(self, index: int) -> None:
+        """Remove the data dir of stopped member ``index`` (its disk lost): it starts again only as a new member."""
+        member = self._member(index)
+        if member.is_running():
+            raise ClusterError(f"member {index} is running: stop it before wiping its data dir")
+        shutil.rmtree(member.data_dir, ignore_errors=True)
+
+    def member_name(self, index: int) -> str:
+        """Member ``index``'s name, which etcd's --initial-cluster lists it by."""
+        return self._member(index).name
+
+    def peer_url(self, index: int) -> str:
+        return self._member(index).peer_url
 
     def pause_member(self, index: int) -> None:
         """Freeze member `index` (SIGSTOP): it keeps its sockets open but stops answering."""
@@ -312,8 +329,8 @@ class LocalCluster:
         for member in self._members:
             self._launch(member)
 
-    def _launch(self, member: Member) -> None:
-        command = member.etcd_command(member.binary or self._binary, self._members, self._token)
+    def _launch(self, member: Member, initial_cluster: str | None = None) -> None:
+        command = member.etcd_command(member.binary or self._binary, self._members, self._token, initial_cluster)
         if self.tls is not None:
             command += [*self.tls.server_args(), "--listen-metrics-urls", member.metrics_base_url]
         command += self._space_args()

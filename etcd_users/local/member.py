@@ -43,9 +43,14 @@ class Member:
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def etcd_command(self, binary: str, peers: Sequence[Member], token: str) -> list[str]:
-        """etcd's command line for this member of a new cluster of ``peers``, before TLS, space and extra flags."""
-        initial_cluster = ",".join(f"{peer.name}={peer.peer_url}" for peer in peers)
+    def etcd_command(
+        self, binary: str, peers: Sequence[Member], token: str, initial_cluster: str | None = None
+    ) -> list[str]:
+        """etcd's command line for this member of a new cluster of ``peers``, before TLS, space and extra flags;
+        ``initial_cluster`` (``name=peer URL,…``): it joins the existing cluster of those members instead (a member
+        added by MemberAdd)."""
+        state = "new" if initial_cluster is None else "existing"
+        initial_cluster = initial_cluster or ",".join(f"{peer.name}={peer.peer_url}" for peer in peers)
         return [
             binary,
             "--name", self.name,
@@ -55,7 +60,7 @@ class Member:
             "--listen-peer-urls", self.peer_url,
             "--initial-advertise-peer-urls", self.peer_url,
             "--initial-cluster", initial_cluster,
-            "--initial-cluster-state", "new",
+            "--initial-cluster-state", state,
             "--initial-cluster-token", token,
             "--heartbeat-interval", str(HEARTBEAT_INTERVAL_MS),
             "--election-timeout", str(ELECTION_TIMEOUT_MS),

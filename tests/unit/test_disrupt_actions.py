@@ -22,7 +22,9 @@ def test_each_action_has_a_function_the_runner_can_call(name):
     function = action.load()
     parameters = list(inspect.signature(function).parameters)
     if action.local_only:  # a signal to the local etcd's process, in the runner's greenlet
-        assert parameters == ["cluster", "statuses", "disruption", "done"] and not inspect.iscoroutinefunction(function)
+        calls = ["call"] if action.calls_etcd else []  # and the Cluster API on the master's connections
+        assert parameters == ["cluster", "statuses", "disruption", "done", *calls]
+        assert not inspect.iscoroutinefunction(function)
     elif action.outside:  # a command of the user's, in the runner's greenlet
         assert parameters == ["command", "endpoints", "disruption", "done"]
         assert not inspect.iscoroutinefunction(function)
