@@ -11,6 +11,7 @@ from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
+from etcd_users.settings.network import timing_ms
 from etcd_users.settings.summary import SummarySettings
 from etcd_users.settings.watch import WatchSettings
 from etcd_users.settings.workload import WorkloadSettings
@@ -46,6 +47,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
             watch=WatchSettings.from_options(namespace),
         )
         settings.check_keys()
+        timing_ms(settings.local_heartbeat, settings.local_election)
         _check_request_sizes(settings)
         _check_disruption_gates(settings)
         _check_watch_keys(settings)
