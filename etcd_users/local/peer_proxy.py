@@ -7,13 +7,20 @@ delay (plus or minus the jitter), never before an earlier chunk of the same dire
 their order. Both directions of a connection go through the one proxy, so the round trip between two members is twice
 the delay.
 
-It runs as its own process (``python -m etcd_users.local.peer_proxy``, started and stopped by ``LocalCluster``) so its
+A member dials its peers itself, and those connections carry messages both ways (it reads a peer's stream over a
+connection it dialed), so cutting a member off takes more than its own port: the proxy reads the first request of
+every connection (etcd's peer traffic is plain HTTP/1.1) for etcd's ``X-Server-From`` header, the sender's member ID,
+and ``X-Raft-To``, the ID of the member behind the link. A blackholed member's link refuses every connection, and the
+other links refuse the connections it dials.
+
+It runs as its own process (``python etcd_users/local/peer_proxy.py``, started and stopped by ``LocalCluster``) so its
 CPU is not the load's, and imports nothing but the standard library. Control, one command a line on stdin, each
 answered by one line on stdout (``ok ...`` or ``error ...``)::
 
     delay MS [JITTER_MS]   one-way delay of every link from now on (chunks already queued keep theirs)
-    blackhole LINK         close the link's connections and refuse new ones (LINK: its index, or all)
-    heal LINK              accept and forward again
+    blackhole LINK         cut the member behind the link off: the connections to it and those it dialed are closed, new
+                           ones refused (LINK: its index, or all)
+    heal LINK              connect it again
     stats                  bytes forwarded and connections, per link
     quit                   stop (so does the end of stdin)
 """
@@ -30,6 +37,9 @@ from collections.abc import Sequence
 READY = "ready"
 # a queue this deep stops reading the sender: memory stays bounded when the receiver is slower than the sender
 HIGH_WATER_BYTES = 4 * 1024 * 1024
+HEADER_MAX_BYTES = 16 * 1024  # a request's header is read this far for the IDs, no further
+SENDER_HEADER = b"x-server-from"
+TARGET_HEADER = b"x-raft-to"
 
 
 class Link:
@@ -41,6 +51,7 @@ class Link:
         self.target_port = target_port
         self.proxy = proxy
         self.blackholed = False
+        self.member_id: str | None = None  # etcd's ID of the member behind the link, once a request names it
         self.server: asyncio.base_events.Server | None = None
         self.pipes: set[_Pipe] = set()
         self.bytes_forwarded = 0
@@ -53,11 +64,17 @@ class Link:
 
     def blackhole(self) -> None:
         self.blackholed = True
-        for pipe in list(self.pipes):
-            pipe.close()
+        for link in self.proxy.links:
+            for pipe in list(link.pipes):
+                if link is self or (pipe.sender is not None and pipe.sender == self.member_id):
+                    pipe.close()
 
     def heal(self) -> None:
         self.blackholed = False
+
+    def refuses(self, sender: str) -> bool:
+        """Whether a connection from the member ``sender`` (its ID) is refused here."""
+        return self.blackholed or any(link.blackholed and link.member_id == sender for link in self.proxy.links)
 
 
 class _Direction:
@@ -152,6 +169,8 @@ class _Pipe(asyncio.Protocol):
         self.forward: _Direction | None = None
         self.backward: _Direction | None = None
         self.closed = False
+        self.sender: str | None = None  # the member that dialed, once its first request's header says
+        self.header: bytearray | None = bytearray()  # that header while it is read; None once read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.downstream = transport
@@ -183,7 +202,27 @@ class _Pipe(asyncio.Protocol):
         self.forward.connected(transport)
 
     def data_received(self, data: bytes) -> None:
+        if self.header is not None:
+            self._read_header(data)
+            if self.closed:
+                return
         self.forward.push(data)
+
+    def _read_header(self, data: bytes) -> None:
+        self.header += data
+        end = self.header.find(b"\r\n\r\n")
+        if end < 0 and len(self.header) < HEADER_MAX_BYTES:
+            return
+        fields = {}
+        for line in bytes(self.header[: end if end >= 0 else HEADER_MAX_BYTES]).split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            fields[name.strip().lower()] = value.strip().decode("ascii", "replace")
+        self.header = None
+        if fields.get(TARGET_HEADER) and self.link.member_id is None:
+            self.link.member_id = fields[TARGET_HEADER]
+        self.sender = fields.get(SENDER_HEADER)
+        if self.sender is not None and self.link.refuses(self.sender):
+            self.close()
 
     def eof_received(self) -> bool:
         self.close()
@@ -255,7 +294,7 @@ class PeerProxy:
                 return f"ok {verb} {arguments[0]}"
             if verb == "stats" and not arguments:
                 return "ok " + " ".join(
-                    f"{link.index}:{link.bytes_forwarded}:{link.connections}:{len(link.pipes)}"
+                    f"{link.index}:{link.member_id or '-'}:{link.bytes_forwarded}:{link.connections}:{len(link.pipes)}"
                     f"{':blackholed' * link.blackholed}"
                     for link in self.links
                 )

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from checks import refusal_line, stderr_lines
-from support import HEADLESS, REPO, run_locust
+from support import HEADLESS, REPO, read_csv_rows, run_locust
 
 from etcd_users.reporting.exposition import fetch_metrics
 
@@ -119,3 +119,37 @@ def test_a_put_to_the_leader_waits_about_one_round_trip_more(tmp_out):
 def test_the_network_options_are_refused_in_one_line(args, message, tmp_out):
     result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", *args, "EtcdPutUser", timeout=60)
     assert message in refusal_line(result)
+
+
+@pytest.mark.slow
+def test_a_partitioned_leader_is_replaced_the_writes_resume_and_the_audit_passes(tmp_out):
+    prefix = tmp_out / "run"
+    timing = ("-u", "4", "-r", "4", "-t", "14s", "--csv", str(prefix), "--etcd-local-members", "3")
+    network = ("--etcd-local-peer-rtt", "0ms", "--etcd-metrics-interval", "1")
+    result = run_locust(*HEADLESS, *timing, *network, "--etcd-disrupt", "partition:leader@3s+5s", "EtcdPutUser")
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output
+    assert result.returncode in (0, 1), output[-3000:]  # 1: requests in flight to the cut leader failed
+    [window] = json.loads((tmp_out / "run_disruptions.json").read_text())["windows"]
+    assert window["ok"] and " cut off from its peers for " in window["result"], window
+    assert window["finished_at"] - window["started_at"] >= 5.0
+    summary = json.loads((tmp_out / "run_summary.json").read_text())
+    assert summary["members"]["leader_changes"]["value"] >= 1, summary["members"]
+    # writes go on after the link is healed: puts counted in the seconds after the window's end
+    history = read_csv_rows(tmp_out / "run_stats_history.csv")
+    after = [
+        int(row["Total Request Count"])
+        for row in history
+        if row["Name"] == "Aggregated" and float(row["Timestamp"]) > window["finished_at"] + 1
+    ]
+    assert len(after) >= 2 and after[-1] > after[0], after
+    audit = json.loads((tmp_out / "run_audit.json").read_text())
+    assert audit["passed"] and audit["hashkv"]["equal"], audit["line"]
+
+
+def test_a_partition_needs_the_peer_proxy(tmp_out):
+    result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", "--etcd-disrupt", "partition:leader@1s+1s", "EtcdPutUser")
+    assert refusal_line(result) == (
+        "locust-etcd: error: --etcd-disrupt: 'partition:leader@1s+1s' cuts a member's peer links in the peer proxy, "
+        "which --etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as 10ms"
+    )
