@@ -19,8 +19,22 @@ from etcd3.etcdrpc import rpc_pb2
 from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
 from etcd_users.disruptions.action_table import UPGRADE_FLAG
 from etcd_users.keys import prefix_range_end
-from etcd_users.local import ClusterError, EtcdBinary, LocalCluster, choose_etcd_binary
+from etcd_users.local import (
+    ELECTION_TIMEOUT_MS,
+    HEARTBEAT_INTERVAL_MS,
+    ClusterError,
+    EtcdBinary,
+    LocalCluster,
+    choose_etcd_binary,
+)
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
+from etcd_users.settings.network import (
+    ELECTION_FLAG,
+    HEARTBEAT_FLAG,
+    PEER_RTT_FLAG,
+    timing_ms,
+    timing_warnings,
+)
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.pool import EndpointPool
@@ -56,6 +70,16 @@ class TargetCluster:
                         f"{flag}: chooses {what}, and --etcd-endpoints gives a cluster of your own; leave one of "
                         "them out"
                     )
+            for flag, given in (
+                (PEER_RTT_FLAG, settings.local_peer_rtt),
+                (HEARTBEAT_FLAG, settings.local_heartbeat),
+                (ELECTION_FLAG, settings.local_election),
+            ):
+                if given:
+                    raise SettingsError(
+                        f"{flag}: sets the network of the local etcd the tool starts, and --etcd-endpoints gives a "
+                        "cluster of your own; leave one of them out"
+                    )
         if self.local is not None:  # the web UI's form may bring another
             upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, self.local.binary)
             self.local.upgrade_binary = upgrade.path if upgrade else None
@@ -66,18 +90,28 @@ class TargetCluster:
         binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
         # an unknown one is refused before any etcd starts
         upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, binary.path)
+        heartbeat, election = timing_ms(settings.local_heartbeat, settings.local_election)
+        for warning in timing_warnings(settings.local_peer_rtt, heartbeat, election):
+            logger.warning(warning)
         cluster = LocalCluster(
-            members=members, enable_pprof=enable_pprof, binary=binary.path, upgrade_binary=upgrade and upgrade.path
+            members=members,
+            enable_pprof=enable_pprof,
+            binary=binary.path,
+            upgrade_binary=upgrade and upgrade.path,
+            peer_rtt=settings.local_peer_rtt,
+            heartbeat_ms=heartbeat,
+            election_ms=election,
         )
         cluster.start()
         self.local = cluster
         logger.info(
-            "started a local etcd (%d member%s, etcd %s at %s%s): %s; %s%s",
+            "started a local etcd (%d member%s, etcd %s at %s%s%s): %s; %s%s",
             members,
             "s" * (members > 1),
             binary.version,
             binary.path,
             ", pprof on" if enable_pprof else "",
+            _network(cluster),
             ",".join(cluster.endpoints),
             cluster.describe_space(),  # quota and auto-compaction (etcd_users.local.space)
             f"; upgrades to etcd {upgrade.version} at {upgrade.path}" if upgrade else "",
@@ -88,6 +122,14 @@ class TargetCluster:
         if self.local is not None:
             self.local.stop()
             self.local = None
+
+
+def _network(cluster: LocalCluster) -> str:
+    """The members' network and raft timing in a few words, when they are not the defaults."""
+    words = f", peer round trip {cluster.peer_rtt} through the peer proxy" if cluster.peer_rtt is not None else ""
+    if (cluster.heartbeat_ms, cluster.election_ms) != (HEARTBEAT_INTERVAL_MS, ELECTION_TIMEOUT_MS):
+        words += f", heartbeat {cluster.heartbeat_ms} ms, election timeout {cluster.election_ms} ms"
+    return words
 
 
 def choose_upgrade_binary(choice: str, first: str) -> EtcdBinary | None:

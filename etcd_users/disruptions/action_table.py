@@ -122,6 +122,15 @@ ACTIONS: dict[str, Action] = {
             "SIGSTOP, SIGCONT after DURATION",
         ),
         Action(
+            "partition",
+            (LEADER, FOLLOWER, URL),
+            REQUIRED,
+            True,
+            f"{_ACTIONS_MODULE}:signal_member",
+            "cuts the member's peer links (the peer proxy of `--etcd-local-peer-rtt`: connections to and from it "
+            "closed, new ones refused), healed after DURATION",
+        ),
+        Action(
             "upgrade",
             (ALL, LEADER, FOLLOWER, URL),
             NONE,

@@ -3,7 +3,8 @@
 ``python -m etcd_users.local`` runs one until Ctrl-C (``__main__``). ``LocalCluster`` (``cluster``) composes the
 rest: the etcd binary, found or chosen (``binary``), free and kept ports (``ports``), each member's quota and
 compaction (``space``), TLS (``tls``), a member's addresses and flags (``member``), its process (``supervision``),
-what its HTTP listener (``probes``) and its log (``logs``) say, and authentication (``auth``).
+what its HTTP listener (``probes``) and its log (``logs``) say, authentication (``auth``), and the peer proxy's
+process that delays or cuts the members' peer traffic (``peer_proxy``, driven through ``peer_links``).
 """
 
 from etcd_users.local.binary import (

@@ -14,6 +14,7 @@ from etcd_users.local.errors import ClusterError
 from etcd_users.local.space import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, binary_size
 from etcd_users.local.tls import ClusterTLS
 from etcd_users.settings import SettingsError, parse_prefix
+from etcd_users.settings.network import parse_peer_rtt, timing_ms, timing_warnings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,6 +80,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--enable-pprof", action="store_true", help="serve Go's /debug/pprof on each member's client URL"
     )
+    network = parser.add_argument_group("the network between the members")
+    network.add_argument(
+        "--peer-rtt",
+        default="",
+        metavar="RTT",
+        help="round trip between the members through a proxy process in front of each peer port: 10ms, 10ms±2ms or "
+        "10ms+-2ms; 0ms: the proxy without delay (default: no proxy)",
+    )
+    network.add_argument(
+        "--heartbeat-interval", type=int, default=0, metavar="MS", help="etcd's --heartbeat-interval (default 100)"
+    )
+    network.add_argument(
+        "--election-timeout", type=int, default=0, metavar="MS", help="etcd's --election-timeout (default 1000)"
+    )
     tls = parser.add_argument_group("TLS on the client URLs (https://; /metrics and /health stay on a plain port)")
     tls.add_argument("--cert-file", help="server certificate (PEM), valid for 127.0.0.1")
     tls.add_argument("--key-file", help="server private key (PEM)")
@@ -119,6 +134,11 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple
         parser.error("--user needs NAME:PASSWORD and --root-password")
     if args.quota_backend_bytes is not None and args.quota_backend_bytes <= 0:
         parser.error("--quota-backend-bytes must be above zero")
+    peer_rtt = parse_peer_rtt("--peer-rtt", args.peer_rtt)
+    flags = ("--heartbeat-interval", "--election-timeout")
+    heartbeat, election = timing_ms(args.heartbeat_interval, args.election_timeout, flags)
+    for warning in timing_warnings(peer_rtt, heartbeat, election, flags):
+        print(f"warning: {warning}", file=sys.stderr)
     binary = choose_etcd_binary(args.binary, "--binary")
     cluster = LocalCluster(
         args.members,
@@ -128,6 +148,9 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple
         quota_bytes=args.quota_backend_bytes,
         auto_compaction_retention=args.auto_compaction_retention,
         enable_pprof=args.enable_pprof,
+        peer_rtt=peer_rtt,
+        heartbeat_ms=heartbeat,
+        election_ms=election,
     )
     return cluster, binary
 
@@ -152,10 +175,14 @@ def _print_started(cluster: LocalCluster, binary: EtcdBinary, seconds: float) ->
     print(f"LOCUST_ETCD_ENDPOINTS={','.join(cluster.endpoints)}", flush=True)
     print(
         f"etcd {binary.version} ({binary.path}): {cluster.size} member(s) healthy in {seconds:.1f}s "
-        f"({cluster.describe_space()}); data and logs in {cluster.data_dir}; Ctrl-C to stop",
+        f"({cluster.describe_space()}{_network(cluster)}); data and logs in {cluster.data_dir}; Ctrl-C to stop",
         file=sys.stderr,
         flush=True,
     )
+
+
+def _network(cluster: LocalCluster) -> str:
+    return "" if cluster.peer_rtt is None else f"; peer round trip {cluster.peer_rtt} through the peer proxy"
 
 
 class _StopSignals:

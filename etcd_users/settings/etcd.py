@@ -11,6 +11,7 @@ from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
+from etcd_users.settings.network import timing_ms
 from etcd_users.settings.summary import SummarySettings
 from etcd_users.settings.watch import WatchSettings
 from etcd_users.settings.workload import WorkloadSettings
@@ -46,6 +47,8 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
             watch=WatchSettings.from_options(namespace),
         )
         settings.check_keys()
+        timing_ms(settings.local_heartbeat, settings.local_election)
+        _check_partitions(settings)
         _check_request_sizes(settings)
         _check_disruption_gates(settings)
         _check_watch_keys(settings)
@@ -61,6 +64,16 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
     directory. Bad input is one line (``SettingsError``) that names the option, quotes long input shortened.
     """
     return EtcdSettings.from_options(options)
+
+
+def _check_partitions(settings: EtcdSettings) -> None:
+    """A partition cuts a member's links in the peer proxy, which only --etcd-local-peer-rtt starts."""
+    partition = next((d for d in settings.disruptions.schedule if d.action == "partition"), None)
+    if partition is not None and not settings.endpoints and settings.local_peer_rtt is None:
+        raise SettingsError(
+            f"--etcd-disrupt: {shown(partition.text)} cuts a member's peer links in the peer proxy, which "
+            "--etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as 10ms"
+        )
 
 
 def _check_disruption_gates(settings: EtcdSettings) -> None:

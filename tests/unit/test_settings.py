@@ -175,6 +175,11 @@ BAD_OPTIONS = [
     bad("etcd_disrupt_command", ["ls -l"], "--etcd-disrupt-command: 'ls -l' has no NAME= before its command; "
         "expected NAME=COMMAND"),
     bad("etcd_local_members", 2, "--etcd-local-members: 2 is not one of: 1, 3"),
+    bad("etcd_local_peer_rtt", "10", "--etcd-local-peer-rtt: '10' is not a round trip; write a duration with its "
+        "unit, optionally with a jitter: 10ms, 10ms±2ms or 10ms+-2ms"),
+    bad("etcd_local_heartbeat", -1, "--etcd-local-heartbeat: -1 must be zero or more"),
+    bad("etcd_local_election", 300, "--etcd-local-election: 300 ms is less than 5 heartbeats of 100 ms, which etcd "
+        "refuses; give --etcd-local-heartbeat and --etcd-local-election together, e.g. 100 and 1000"),
     bad("etcd_local_binary", "etcd", "--etcd-local-binary: 'etcd' is neither a path nor a version; give the path of "
         "an etcd binary (with a '/', e.g. /usr/bin/etcd) or a version such as 3.4"),
     bad("etcd_upgrade_binary", "newest", "--etcd-upgrade-binary: 'newest' is neither a path nor a version; give the "

@@ -1,0 +1,350 @@
+"""A TCP proxy in front of each local member's peer port: one-way delay with jitter, and blackholes.
+
+The kernel here has no netem, so the network between members is made in user space, as etcd's own ``pkg/proxy`` does
+for its functional and robustness tests. Each link listens on the port a member advertises to its peers and forwards
+to the port the member really listens on; every chunk read is written on the other side at its arrival time plus the
+delay (plus or minus the jitter), never before an earlier chunk of the same direction, so a connection's bytes keep
+their order. Both directions of a connection go through the one proxy, so the round trip between two members is twice
+the delay.
+
+A member dials its peers itself, and those connections carry messages both ways (it reads a peer's stream over a
+connection it dialed), so cutting a member off takes more than its own port: the proxy reads the first request of
+every connection (etcd's peer traffic is plain HTTP/1.1) for etcd's ``X-Server-From`` header, the sender's member ID,
+and ``X-Raft-To``, the ID of the member behind the link. A blackholed member's link refuses every connection, and the
+other links refuse the connections it dials.
+
+It runs as its own process (``python etcd_users/local/peer_proxy.py``, started and stopped by ``LocalCluster``) so its
+CPU is not the load's, and imports nothing but the standard library. Control, one command a line on stdin, each
+answered by one line on stdout (``ok ...`` or ``error ...``)::
+
+    delay MS [JITTER_MS]   one-way delay of every link from now on (chunks already queued keep theirs)
+    blackhole LINK         cut the member behind the link off: the connections to it and those it dialed are closed, new
+                           ones refused (LINK: its index, or all)
+    heal LINK              connect it again
+    stats                  bytes forwarded and connections, per link
+    quit                   stop (so does the end of stdin)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import random
+import sys
+from collections.abc import Sequence
+
+READY = "ready"
+# a queue this deep stops reading the sender: memory stays bounded when the receiver is slower than the sender
+HIGH_WATER_BYTES = 4 * 1024 * 1024
+HEADER_MAX_BYTES = 16 * 1024  # a request's header is read this far for the IDs, no further
+SENDER_HEADER = b"x-server-from"
+TARGET_HEADER = b"x-raft-to"
+
+
+class Link:
+    """One member's proxy: ``listen_port`` forwards to ``target_port``, both on 127.0.0.1."""
+
+    def __init__(self, index: int, listen_port: int, target_port: int, proxy: PeerProxy) -> None:
+        self.index = index
+        self.listen_port = listen_port
+        self.target_port = target_port
+        self.proxy = proxy
+        self.blackholed = False
+        self.member_id: str | None = None  # etcd's ID of the member behind the link, once a request names it
+        self.server: asyncio.base_events.Server | None = None
+        self.pipes: set[_Pipe] = set()
+        self.bytes_forwarded = 0
+        self.connections = 0
+
+    async def start(self) -> None:
+        self.server = await asyncio.get_running_loop().create_server(
+            lambda: _Pipe(self), "127.0.0.1", self.listen_port, reuse_address=True
+        )
+
+    def blackhole(self) -> None:
+        self.blackholed = True
+        for link in self.proxy.links:
+            for pipe in list(link.pipes):
+                if link is self or (pipe.sender is not None and pipe.sender == self.member_id):
+                    pipe.close()
+
+    def heal(self) -> None:
+        self.blackholed = False
+
+    def refuses(self, sender: str) -> bool:
+        """Whether a connection from the member ``sender`` (its ID) is refused here."""
+        return self.blackholed or any(link.blackholed and link.member_id == sender for link in self.proxy.links)
+
+
+class _Direction:
+    """Chunks on their way to ``transport``, each due at its arrival time plus the delay, written in order."""
+
+    def __init__(self, link: Link, source: asyncio.Transport) -> None:
+        self.link = link
+        self.source = source  # paused while too much is queued
+        self.transport: asyncio.Transport | None = None
+        self.queue: collections.deque[tuple[float, bytes]] = collections.deque()
+        self.queued_bytes = 0
+        self.timer: asyncio.TimerHandle | None = None
+        self.last_due = 0.0
+        self.source_paused = False
+
+    def push(self, data: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        delay = self.link.proxy.one_way_delay()
+        # never before the chunk ahead of it: jitter delays, it does not reorder
+        due = max(loop.time() + delay, self.last_due)
+        self.last_due = due
+        if delay <= 0 and not self.queue and self.transport is not None:
+            self._write(data)
+            return
+        self.queue.append((due, data))
+        self.queued_bytes += len(data)
+        if self.queued_bytes > HIGH_WATER_BYTES and not self.source_paused:
+            self.source_paused = True
+            self.source.pause_reading()
+        self._schedule()
+
+    def connected(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self.timer is None and self.queue and self.transport is not None:
+            self.timer = asyncio.get_running_loop().call_at(self.queue[0][0], self._flush)
+
+    def _flush(self) -> None:
+        self.timer = None
+        if self.transport is None or self.transport.is_closing():
+            return
+        now = asyncio.get_running_loop().time()
+        while self.queue and self.queue[0][0] <= now:
+            _, data = self.queue.popleft()
+            self.queued_bytes -= len(data)
+            self._write(data)
+        if self.source_paused and self.queued_bytes <= HIGH_WATER_BYTES // 2:
+            self.source_paused = False
+            self.source.resume_reading()
+        self._schedule()
+
+    def _write(self, data: bytes) -> None:
+        self.link.bytes_forwarded += len(data)
+        self.transport.write(data)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.queue.clear()
+
+
+class _Upstream(asyncio.Protocol):
+    """The proxy's connection to the member: what the member sends goes back to the peer that dialed."""
+
+    def __init__(self, pipe: _Pipe) -> None:
+        self.pipe = pipe
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.pipe.upstream_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.pipe.backward.push(data)
+
+    def eof_received(self) -> bool:
+        self.pipe.close()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.pipe.close()
+
+
+class _Pipe(asyncio.Protocol):
+    """One connection a peer dialed, and the proxy's own to the member behind it."""
+
+    def __init__(self, link: Link) -> None:
+        self.link = link
+        self.downstream: asyncio.Transport | None = None
+        self.upstream: asyncio.Transport | None = None
+        self.forward: _Direction | None = None
+        self.backward: _Direction | None = None
+        self.closed = False
+        self.sender: str | None = None  # the member that dialed, once its first request's header says
+        self.header: bytearray | None = bytearray()  # that header while it is read; None once read
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.downstream = transport
+        if self.link.blackholed:  # a blackholed link refuses: the peer sees its connection closed at once
+            transport.abort()
+            self.closed = True
+            return
+        self.link.pipes.add(self)
+        self.link.connections += 1
+        self.forward = _Direction(self.link, transport)
+        task = asyncio.get_running_loop().create_task(self._connect())
+        task.add_done_callback(_ignore_result)
+
+    async def _connect(self) -> None:
+        try:
+            await asyncio.get_running_loop().create_connection(
+                lambda: _Upstream(self), "127.0.0.1", self.link.target_port
+            )
+        except OSError:
+            self.close()
+
+    def upstream_made(self, transport: asyncio.Transport) -> None:
+        if self.closed:
+            transport.abort()
+            return
+        self.upstream = transport
+        self.backward = _Direction(self.link, transport)
+        self.backward.connected(self.downstream)
+        self.forward.connected(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.header is not None:
+            self._read_header(data)
+            if self.closed:
+                return
+        self.forward.push(data)
+
+    def _read_header(self, data: bytes) -> None:
+        self.header += data
+        end = self.header.find(b"\r\n\r\n")
+        if end < 0 and len(self.header) < HEADER_MAX_BYTES:
+            return
+        fields = {}
+        for line in bytes(self.header[: end if end >= 0 else HEADER_MAX_BYTES]).split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            fields[name.strip().lower()] = value.strip().decode("ascii", "replace")
+        self.header = None
+        if fields.get(TARGET_HEADER) and self.link.member_id is None:
+            self.link.member_id = fields[TARGET_HEADER]
+        self.sender = fields.get(SENDER_HEADER)
+        if self.sender is not None and self.link.refuses(self.sender):
+            self.close()
+
+    def eof_received(self) -> bool:
+        self.close()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Both sides at once (what a cut cable does; etcd's peers reconnect on their own)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.link.pipes.discard(self)
+        for direction in (self.forward, self.backward):
+            if direction is not None:
+                direction.cancel()
+        for transport in (self.downstream, self.upstream):
+            if transport is not None:
+                transport.abort()
+
+
+def _ignore_result(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+class PeerProxy:
+    """Every member's link, with one delay and jitter for all of them."""
+
+    def __init__(self, ports: Sequence[tuple[int, int]], delay_ms: float = 0.0, jitter_ms: float = 0.0) -> None:
+        self.links = [Link(index, listen, target, self) for index, (listen, target) in enumerate(ports)]
+        self.set_delay(delay_ms, jitter_ms)
+
+    def set_delay(self, delay_ms: float, jitter_ms: float = 0.0) -> None:
+        if delay_ms < 0 or jitter_ms < 0 or jitter_ms > delay_ms:
+            raise ValueError(f"delay {delay_ms:g} ms with jitter {jitter_ms:g} ms: both >= 0, jitter at most the delay")
+        self.delay = delay_ms / 1000
+        self.jitter = jitter_ms / 1000
+
+    def one_way_delay(self) -> float:
+        if self.jitter:
+            return self.delay + random.uniform(-self.jitter, self.jitter)
+        return self.delay
+
+    async def start(self) -> None:
+        for link in self.links:
+            await link.start()
+
+    def close(self) -> None:
+        for link in self.links:
+            link.blackhole()
+            if link.server is not None:
+                link.server.close()
+
+    def command(self, line: str) -> str:
+        """One control command's answer (see the module's docstring)."""
+        words = line.split()
+        try:
+            if not words:
+                return "error empty command"
+            verb, arguments = words[0], words[1:]
+            if verb == "delay" and len(arguments) in (1, 2):
+                self.set_delay(*map(float, arguments))
+                return f"ok delay {self.delay * 1000:g} {self.jitter * 1000:g}"
+            if verb in ("blackhole", "heal") and len(arguments) == 1:
+                for link in self._links(arguments[0]):
+                    link.blackhole() if verb == "blackhole" else link.heal()
+                return f"ok {verb} {arguments[0]}"
+            if verb == "stats" and not arguments:
+                return "ok " + " ".join(
+                    f"{link.index}:{link.member_id or '-'}:{link.bytes_forwarded}:{link.connections}:{len(link.pipes)}"
+                    f"{':blackholed' * link.blackholed}"
+                    for link in self.links
+                )
+        except (ValueError, IndexError) as error:
+            return f"error {error}"
+        return f"error unknown command {line.strip()!r}"
+
+    def _links(self, which: str) -> list[Link]:
+        return self.links if which == "all" else [self.links[int(which)]]
+
+
+async def _serve(proxy: PeerProxy) -> None:
+    await proxy.start()
+    print(READY, flush=True)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    try:
+        while line := (await reader.readline()).decode():
+            if line.strip() == "quit":
+                break
+            print(proxy.command(line), flush=True)
+    finally:
+        proxy.close()
+
+
+def _ports(text: str) -> tuple[int, int]:
+    listen, _, target = text.partition(":")
+    return int(listen), int(target)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m etcd_users.local.peer_proxy",
+        description="Forward each LISTEN port on 127.0.0.1 to its TARGET port with a one-way delay; commands on stdin.",
+    )
+    parser.add_argument("--link", action="append", type=_ports, required=True, metavar="LISTEN:TARGET")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay per direction (RTT/2)")
+    parser.add_argument("--jitter-ms", type=float, default=0.0, help="each chunk's delay varies by up to this much")
+    args = parser.parse_args(argv)
+    try:
+        proxy = PeerProxy(args.link, args.delay_ms, args.jitter_ms)
+        asyncio.run(_serve(proxy))
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The network between the local etcd's members (--etcd-local-peer-rtt): etcd measures the round trip the peer proxy
+makes, a put to the leader waits about one round trip more, and the options are refused in one line where they mean
+nothing."""
+
+from __future__ import annotations
+
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+from checks import refusal_line, stderr_lines
+from support import HEADLESS, REPO, read_csv_rows, run_locust
+
+from etcd_users.reporting.exposition import fetch_metrics
+
+pytestmark = pytest.mark.e2e
+
+RTT_MS = 20.0
+PEER_RTT = "etcd_network_peer_round_trip_time_seconds"
+# etcd's prober keeps a smoothed round trip (srtt = 7/8 srtt + 1/8 rtt, from 0) of a probe every 4 s and observes it
+# into the histogram 5 s after a peer is added, again every 5 s while the peer is unhealthy, then every 30 s: in a
+# member's first half minute, each observation above zero follows exactly one successful probe, and is rtt / 8.
+SMOOTHING = 1 / 8
+ZERO_BUCKET = 0.0001  # etcd's lowest bound: an observation made before any probe answered (srtt still 0)
+
+
+def peer_rtt_means(url: str) -> dict[str, float]:
+    """A member's mean non-zero peer round-trip observation in seconds, by peer (none before its first)."""
+    samples = fetch_metrics(url)
+    means = {}
+    for peer in {s.labels["To"] for s in samples if s.name == PEER_RTT + "_count"}:
+        mine = [s for s in samples if s.name.startswith(PEER_RTT) and s.labels.get("To") == peer]
+        total = sum(s.value for s in mine if s.name == PEER_RTT + "_sum")
+        count = sum(s.value for s in mine if s.name == PEER_RTT + "_count")
+        zeros = sum(s.value for s in mine if s.name == PEER_RTT + "_bucket" and float(s.labels["le"]) == ZERO_BUCKET)
+        if count > zeros:
+            means[peer] = total / (count - zeros)
+    return means
+
+
+@pytest.mark.slow
+def test_etcd_measures_the_round_trip_the_peer_proxy_makes(tmp_path):
+    stderr_path = tmp_path / "stderr"
+    with open(stderr_path, "w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "etcd_users.local", "--members", "3", "--peer-rtt", f"{RTT_MS:g}ms"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    try:
+        first = process.stdout.readline()
+        assert first.startswith("LOCUST_ETCD_ENDPOINTS=http://127.0.0.1:"), stderr_path.read_text()
+        urls = [f"{endpoint}/metrics" for endpoint in first.strip().split("=", 1)[1].split(",")]
+        deadline = time.monotonic() + 20
+        time.sleep(4)  # the first probe comes 4 s after a member starts: no scrapes to load the machine meanwhile
+        while True:
+            observed = [peer_rtt_means(url) for url in urls]
+            if all(len(means) == 2 for means in observed) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    assert all(len(means) == 2 for means in observed), observed  # each member: both peers observed
+    # the median of the six links: a probe slowed by the loaded machine moves one link, not the figure
+    measured_ms = statistics.median(mean for means in observed for mean in means.values()) / SMOOTHING * 1000
+    assert measured_ms == pytest.approx(RTT_MS, rel=0.2), (measured_ms, observed)
+    # bucket-consistent too: rtt / 8 = 2.5 ms lies in etcd's (1.6 ms, 3.2 ms] bucket, as 2.0-3.0 ms (±20 %) does
+    assert 0.0016 < measured_ms * SMOOTHING / 1000 <= 0.0032
+    [line] = stderr_lines(stderr_path.read_text())
+    assert f"; peer round trip {RTT_MS:g}ms through the peer proxy)" in line, line
+
+
+def put_p50_ms(tmp_out, name: str, *args: str) -> float:
+    prefix = tmp_out / name
+    timing = ("-u", "2", "-r", "2", "-t", "6s", "--csv", str(prefix), "--etcd-local-members", "3")
+    rate = ("--etcd-target", "leader", "--etcd-user-rate", "20", "--etcd-metrics-interval", "0")
+    result = run_locust(*HEADLESS, *timing, *rate, *args, "EtcdPutUser", timeout=120)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    summary = json.loads((tmp_out / f"{name}_summary.json").read_text())
+    [put] = [row for row in summary["requests"] if row["name"] == "put" and row["series"] == "service"]
+    assert put["count"] > 100 and put["failures"] == 0, put
+    return put["p50_ms"]
+
+
+@pytest.mark.slow
+def test_a_put_to_the_leader_waits_about_one_round_trip_more(tmp_out):
+    direct = put_p50_ms(tmp_out, "direct")
+    proxied = put_p50_ms(tmp_out, "proxied", "--etcd-local-peer-rtt", f"{RTT_MS:g}ms")
+    # the leader commits once a follower has the entry: one round trip to the nearer follower
+    assert proxied - direct == pytest.approx(RTT_MS, rel=0.3), (direct, proxied)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("--etcd-endpoints", "http://127.0.0.1:1", "--etcd-local-peer-rtt", "10ms"),
+            "--etcd-local-peer-rtt: sets the network of the local etcd the tool starts, and --etcd-endpoints gives a "
+            "cluster of your own; leave one of them out",
+        ),
+        (
+            ("--etcd-endpoints", "http://127.0.0.1:1", "--etcd-local-heartbeat", "50"),
+            "--etcd-local-heartbeat: sets the network of the local etcd",
+        ),
+        (("--etcd-local-peer-rtt", "10"), "--etcd-local-peer-rtt: '10' is not a round trip"),
+        (("--etcd-local-election", "200"), "--etcd-local-election: 200 ms is less than 5 heartbeats of 100 ms"),
+    ],
+)
+def test_the_network_options_are_refused_in_one_line(args, message, tmp_out):
+    result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", *args, "EtcdPutUser", timeout=60)
+    assert message in refusal_line(result)
+
+
+@pytest.mark.slow
+def test_a_partitioned_leader_is_replaced_the_writes_resume_and_the_audit_passes(tmp_out):
+    prefix = tmp_out / "run"
+    timing = ("-u", "4", "-r", "4", "-t", "14s", "--csv", str(prefix), "--etcd-local-members", "3")
+    network = ("--etcd-local-peer-rtt", "0ms", "--etcd-metrics-interval", "1")
+    result = run_locust(*HEADLESS, *timing, *network, "--etcd-disrupt", "partition:leader@3s+5s", "EtcdPutUser")
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output
+    assert result.returncode in (0, 1), output[-3000:]  # 1: requests in flight to the cut leader failed
+    [window] = json.loads((tmp_out / "run_disruptions.json").read_text())["windows"]
+    assert window["ok"] and " cut off from its peers for " in window["result"], window
+    assert window["finished_at"] - window["started_at"] >= 5.0
+    summary = json.loads((tmp_out / "run_summary.json").read_text())
+    assert summary["members"]["leader_changes"]["value"] >= 1, summary["members"]
+    # writes go on after the link is healed: puts counted in the seconds after the window's end
+    history = read_csv_rows(tmp_out / "run_stats_history.csv")
+    after = [
+        int(row["Total Request Count"])
+        for row in history
+        if row["Name"] == "Aggregated" and float(row["Timestamp"]) > window["finished_at"] + 1
+    ]
+    assert len(after) >= 2 and after[-1] > after[0], after
+    audit = json.loads((tmp_out / "run_audit.json").read_text())
+    assert audit["passed"] and audit["hashkv"]["equal"], audit["line"]
+
+
+def test_a_partition_needs_the_peer_proxy(tmp_out):
+    result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", "--etcd-disrupt", "partition:leader@1s+1s", "EtcdPutUser")
+    assert refusal_line(result) == (
+        "locust-etcd: error: --etcd-disrupt: 'partition:leader@1s+1s' cuts a member's peer links in the peer proxy, "
+        "which --etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as 10ms"
+    )

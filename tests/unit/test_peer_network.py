@@ -1,0 +1,211 @@
+"""The peer round trip's parser, raft's timing for it, and the peer proxy: bytes in order, each direction delayed."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from etcd_users.local import ClusterError
+from etcd_users.local.peer_links import PROXY_SCRIPT, PeerLinks
+from etcd_users.settings import SettingsError
+from etcd_users.settings.network import PeerRtt, parse_peer_rtt, timing_ms, timing_warnings
+
+FLAG = "--etcd-local-peer-rtt"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", None),
+        ("  ", None),
+        ("10ms", PeerRtt(10.0)),
+        ("0ms", PeerRtt(0.0)),
+        ("1.5ms", PeerRtt(1.5)),
+        ("250us", PeerRtt(0.25)),
+        ("0.2s", PeerRtt(200.0)),
+        ("10ms±2ms", PeerRtt(10.0, 2.0)),
+        ("10ms+-2ms", PeerRtt(10.0, 2.0)),
+        ("10ms +- 500us", PeerRtt(10.0, 0.5)),
+        ("10ms+/-2ms", PeerRtt(10.0, 2.0)),
+    ],
+)
+def test_a_round_trip_is_a_duration_with_an_optional_jitter(text, expected):
+    assert parse_peer_rtt(FLAG, text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("10", "is not a round trip"),
+        ("ten ms", "is not a round trip"),
+        ("-10ms", "is not a round trip"),
+        ("10ms±", "is not a round trip"),
+        ("10ms±2", "is not a round trip"),
+        ("10 ms 2ms", "is not a round trip"),
+        ("10msms", "is not a round trip"),
+        ("nanms", "is not a round trip"),
+        ("11s", "is more than 10s"),
+        ("2ms±3ms", "the jitter of '2ms±3ms' is more than the round trip"),
+    ],
+)
+def test_a_bad_round_trip_is_one_line_naming_the_option(text, message):
+    with pytest.raises(SettingsError) as raised:
+        parse_peer_rtt(FLAG, text)
+    assert str(raised.value).startswith(f"{FLAG}: ") and message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_each_direction_gets_half_the_round_trip_and_half_the_jitter():
+    rtt = PeerRtt(20.0, 4.0)
+    assert (rtt.one_way_ms, rtt.one_way_jitter_ms, rtt.max_rtt_ms, str(rtt)) == (10.0, 2.0, 24.0, "20ms±4ms")
+
+
+def test_timing_defaults_and_etcd_s_own_limits():
+    assert timing_ms(0, 0) == (100, 1000)
+    assert timing_ms(50, 0) == (50, 1000)
+    assert timing_ms(300, 3000) == (300, 3000)
+    with pytest.raises(SettingsError, match=r"^--etcd-local-election: 1000 ms is less than 5 heartbeats of 300 ms"):
+        timing_ms(300, 0)
+    with pytest.raises(SettingsError, match=r"^--etcd-local-election: 60000 ms is more than etcd's limit"):
+        timing_ms(0, 60000)
+    with pytest.raises(SettingsError, match=r"^--election-timeout: "):
+        timing_ms(300, 0, ("--heartbeat-interval", "--election-timeout"))
+
+
+def test_a_warning_where_the_timing_is_below_etcd_s_tuning_guide():
+    assert timing_warnings(None, 1, 5) == []
+    assert timing_warnings(PeerRtt(20.0), 100, 1000) == []
+    assert timing_warnings(PeerRtt(0.0), 100, 1000) == []
+    heartbeat, election = timing_warnings(PeerRtt(150.0, 50.0), 100, 1000)
+    assert heartbeat.startswith("--etcd-local-heartbeat: 100 ms is below the peer round trip of up to 200 ms")
+    assert election.startswith("--etcd-local-election: 1000 ms is below 10 round trips (2000 ms)")
+    assert len(timing_warnings(PeerRtt(150.0), 150, 1000)) == 1  # only the election timeout
+
+
+# -- the proxy --
+
+
+class EchoServer:
+    """A TCP server on 127.0.0.1 that sends back whatever each connection sends."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._echo, args=(connection,), daemon=True).start()
+
+    @staticmethod
+    def _echo(connection: socket.socket) -> None:
+        with connection:
+            while data := connection.recv(65536):
+                connection.sendall(data)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def echo():
+    server = EchoServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def proxied(echo, tmp_path):
+    """A peer proxy of 20 ms round trip (10 ms each way) with a 4 ms jitter in front of the echo server."""
+    links = PeerLinks([(free_port(), echo.port)], PeerRtt(20.0, 4.0), tmp_path / "proxy.log")
+    links.start()
+    yield links
+    links.stop()
+
+
+def receive_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks, got = [], 0
+    while got < size:
+        chunk = sock.recv(min(65536, size - got))
+        assert chunk, f"connection closed after {got} of {size} bytes"
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def test_the_proxy_keeps_each_connection_s_bytes_in_order_under_jitter(proxied):
+    port = proxied.links[0][0]
+    payload = b"".join(i.to_bytes(4, "big") for i in range(200_000))  # 800 KB, each offset its own number
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sender = threading.Thread(target=lambda: [sock.sendall(payload[i : i + 1000]) for i in range(0, 800_000, 1000)])
+        sender.start()
+        echoed = receive_exactly(sock, len(payload))
+        sender.join()
+    assert echoed == payload
+
+
+def test_the_proxy_delays_each_direction_by_half_the_round_trip(proxied):
+    port = proxied.links[0][0]
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(5):
+            started = time.monotonic()
+            sock.sendall(b"ping")
+            assert receive_exactly(sock, 4) == b"ping"
+            # a lower bound only: two crossings of at least 10 - 2 ms each (a loaded machine only adds)
+            assert time.monotonic() - started >= 2 * (10 - 2) / 1000
+
+
+def test_a_blackholed_link_closes_its_connections_and_refuses_new_ones_until_healed(proxied):
+    port = proxied.links[0][0]
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"a")
+        assert receive_exactly(sock, 1) == b"a"
+        proxied.blackhole(0)
+        assert sock.recv(10) == b""  # closed by the proxy (an abort may also reset it)
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"b")
+        try:
+            assert sock.recv(10) == b""
+        except ConnectionResetError:
+            pass
+    assert proxied.command("stats").endswith(":blackholed")
+    proxied.heal(0)
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"c")
+        assert receive_exactly(sock, 1) == b"c"
+
+
+def test_the_proxy_answers_a_bad_command_with_an_error_and_goes_on(proxied):
+    with pytest.raises(ClusterError, match="refused 'blackhole 7'"):
+        proxied.blackhole(7)
+    with pytest.raises(ClusterError, match="refused 'jump'"):
+        proxied.command("jump")
+    assert proxied.command("delay 0") == "ok delay 0 0"
+
+
+def test_the_proxy_imports_nothing_of_the_package():
+    # its process only moves bytes: none of Locust, gevent, gRPC or the package's own imports
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('peer_proxy', {str(PROXY_SCRIPT)!r})\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('etcd_users', 'locust', 'gevent', 'grpc')))\n"
+    )
+    result = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=30)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
