@@ -144,6 +144,7 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             "etcd endpoints",
             "etcd SLA",
             "etcd disruptions",
+            "etcd watchers",
         ]
         # the picker lists every class and ticks EtcdPutUser alone; the header shows the endpoints as the host
         assert len(args["users"]) == 14 and args["available_user_classes"] == ["EtcdPutUser"]
@@ -335,7 +336,8 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
             page.get_by_text("Custom parameters").click()
             custom = page.locator(".MuiAccordionDetails-root").filter(has=page.locator('[name="etcdEndpoints"]'))
             names = [field.get_attribute("name") for field in custom.locator("input[name], select[name]").all()]
-            first = ["etcdEndpoints", "etcdTarget", "etcdSla", "etcdLocalMembers", "etcdLocalBinary", "etcdConns"]
+            first = ["etcdEndpoints", "etcdTarget", "etcdSla", "etcdLocalMembers", "etcdLocalBinary"]
+            first.append("etcdLocalPeerRtt")
             assert names[:6] == first, names
             # choices as drop-downs
             for name, options in (
