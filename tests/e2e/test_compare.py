@@ -54,10 +54,10 @@ def test_repeats_of_the_same_settings_compare_same_on_every_row(runs, tmp_path: 
 def test_sixty_four_kib_values_compare_worse_with_exit_status_3(runs, tmp_path: Path):
     result = run_analysis("compare", runs["a1"], runs["big"], "--out", tmp_path, "--changed", "etcd-val-size")
     assert result.returncode == 3, result.stdout + result.stderr
-    p99 = next(row for row in rows(tmp_path) if row["metric"] == "p99")
-    # how much worse is the machine's (about +87 % with other work on a 2-core VM, more when quiet): the whole interval
-    # lies beyond the tolerance of +15 %
-    assert p99["verdict"] == "worse" and p99["low"] > 15, result.stdout
+    p50 = next(row for row in rows(tmp_path) if row["metric"] == "p50")
+    # each put carries 64 times the bytes: its median doubles or more (+104 %, interval [+71 %, +122 %], with other
+    # work on a 2-core VM), so the whole interval lies beyond the tolerance of +15 %; the tail is the machine's own
+    assert p50["verdict"] == "worse" and p50["low"] > 15, result.stdout
     assert "REGRESSION" in result.stdout
 
 
