@@ -28,7 +28,7 @@ class Action:
     name: str
     members: tuple[str, ...]  # the members it may name, its default first; none: it acts on the whole cluster
     duration: str  # +DURATION: NONE, OPTIONAL or REQUIRED
-    local_only: bool  # it signals a member's process: only on the local etcd the tool started
+    local_only: bool  # it acts on a member's process or its peer links: only on the local etcd the tool started
     # "module:function": a coroutine (pool, disruption, done) on the master's connections, for a local-only action
     # a function (cluster, statuses, disruption, done) that signals the member's process, and for an outside one a
     # function (command, endpoints, disruption, done) that runs the command
@@ -40,6 +40,8 @@ class Action:
     # a local-only action that also calls etcd (the Cluster API): its function takes ``call`` after ``done``, the
     # master's own connections (``Probe.run``)
     calls_etcd: bool = False
+    # what a local-only action does that needs the local etcd, as its refusal on --etcd-endpoints says
+    needs_local: str = "signals a member's process"
 
     @property
     def form(self) -> str:
@@ -129,6 +131,7 @@ ACTIONS: dict[str, Action] = {
             f"{_ACTIONS_MODULE}:signal_member",
             "cuts the member's peer links (the peer proxy of `--etcd-local-peer-rtt`: connections to and from it "
             "closed, new ones refused), healed after DURATION",
+            needs_local="cuts a member's links in the peer proxy",
         ),
         Action(
             "upgrade",

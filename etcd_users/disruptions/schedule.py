@@ -177,12 +177,12 @@ def check_allowed(schedule: tuple[Disruption, ...], endpoints: list[str], local:
             )
     if local or not schedule:
         return
-    signalled = [d.text for d in schedule if ACTIONS[d.action].local_only]
-    if signalled:
+    local_only = [d for d in schedule if ACTIONS[d.action].local_only]
+    if local_only:
         others = said(names(local_only=False, outside=False))
         raise ScheduleError(
-            f"{FLAG}: {shown(signalled[0])} signals a member's process, which only the local etcd the tool starts "
-            f"allows; leave out --etcd-endpoints for a local cluster, or use {others}"
+            f"{FLAG}: {shown(local_only[0].text)} {ACTIONS[local_only[0].action].needs_local}, which only the local "
+            f"etcd the tool starts allows; leave out --etcd-endpoints for a local cluster, or use {others}"
         )
     if not allowed:
         raise ScheduleError(

@@ -136,6 +136,17 @@ def test_signals_against_endpoints_the_tool_did_not_start_are_refused_even_when_
     )
 
 
+def test_a_partition_against_endpoints_the_tool_did_not_start_is_refused_for_its_peer_proxy():
+    schedule = parse_schedule("--etcd-disrupt", "partition:leader@5s+3s")
+    with pytest.raises(ScheduleError) as caught:
+        check_allowed(schedule, [URL_A, URL_B], local=False, allowed=True)
+    assert str(caught.value) == (
+        "--etcd-disrupt: 'partition:leader@5s+3s' cuts a member's links in the peer proxy, which only the local etcd "
+        "the tool starts allows; leave out --etcd-endpoints for a local cluster, or use defrag, move-leader, snapshot "
+        "or compact"
+    )
+
+
 def test_other_actions_against_endpoints_the_tool_did_not_start_need_the_allowance():
     schedule = parse_schedule("--etcd-disrupt", "defrag@1s")
     with pytest.raises(ScheduleError, match=r"^--etcd-disrupt: the endpoints given .* pass --etcd-disrupt-allowed"):
