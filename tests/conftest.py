@@ -66,6 +66,7 @@ SHARED_UNITS = {"test_suite.py": "small_suite", "test_analysis_suite.py": "small
 # them late would end the run alone, so they are handed out first; the rest follow in file order, then the unit tests.
 LONGEST_UNITS = (
     "test_docs_commands.py",  # 440 s
+    "test_audit.py",  # 140 s (quiet)
     "test_faults.py",  # 110 s
     "test_prometheus.py",  # 85 s
     "test_live_levels.py",  # 80 s
@@ -76,6 +77,9 @@ LONGEST_UNITS = (
     "test_kubernetes.py",  # 60 s
     "test_space.py",  # 50 s
     "small_suite",  # 50 s
+    "test_peer_network.py",  # 50 s (quiet)
+    "test_reads.py",  # 50 s (quiet)
+    "test_disrupt_upgrade.py",  # 50 s (quiet)
 )
 
 

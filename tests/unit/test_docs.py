@@ -130,7 +130,14 @@ def test_the_readme_links_to_pages_that_exist():
     links = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", readme)
     assert len(links) >= 10, links
     assert [link for link in links if not (REPO / link).is_file()] == []
-    assert ".venv/bin/python -m pytest -q" in readme, "CI reads the README's test command"
+
+
+def test_ci_runs_the_readmes_test_command():
+    readme = (REPO / "README.md").read_text()
+    command = re.search(r"the test command itself is:\n\n```bash\n(.+)\n```", readme)
+    assert command, "README.md says its test command after 'the test command itself is:'"
+    ci_lines = (REPO / ".ci" / "run").read_text().splitlines()
+    assert ci_lines[-1] == command[1] == ".venv/bin/python -m pytest -q -n 3"
 
 
 # -- the Python API reference (docs/reference/api.md, rendered by mkdocstrings from the docstrings) --
