@@ -40,8 +40,11 @@ NOT_RUN = {
 }
 _YCSB = "tests/e2e/test_ycsb.py runs this suite's workloads and checks its table"
 _COMPARE = "tests/e2e/test_compare.py compares 1 KiB and 64 KiB values the same way and checks the verdicts"
+_PEER_RTT = "tests/e2e/test_peer_rtt_suite.py runs this suite's quick table and checks the round trips it adds"
 # commands (a pattern of their text) that a test runs in its own form and checks more closely: not run twice
 RUN_BY_TESTS = {
+    r"-m etcd_users\.suite run suites/peer-rtt\.yaml\b": _PEER_RTT,
+    r"-m analysis suite out/peer-rtt\b": _PEER_RTT,
     r"-m etcd_users\.suite run suites/ycsb\.yaml\b": _YCSB,
     r"-m analysis suite out/ycsb\b": _YCSB,
     r"--csv out/before\b": _COMPARE,

@@ -327,6 +327,25 @@ def suite_bars(rows: pd.DataFrame, stem: Path, group_title: str = "") -> list[Pa
     return _save(figure, stem)
 
 
+def peer_rtt_lines(points: pd.DataFrame, stem: Path) -> list[Path]:
+    """P50 against the round trip between members, a line per ``series``, beside the line of one round trip (a put
+    is committed once a follower has it: one round trip more than without distance)."""
+    figure = Figure(figsize=(8.0, 5.2), layout="constrained")
+    axes = figure.add_subplot(1, 1, 1)
+    for index, (label, rows) in enumerate(points.groupby("series", sort=False)):
+        rows = rows.sort_values("rtt_ms")
+        axes.plot(rows["rtt_ms"], rows["P50 (ms)"], marker="o", label=label, color=COLORS[index % len(COLORS)])
+    top = float(points["rtt_ms"].max()) if len(points) else 0.0
+    axes.plot([0.0, top], [0.0, top], linestyle="--", color="grey", label="one round trip per commit")
+    axes.set_xlabel("round trip between members (ms)")
+    axes.set_ylabel("P50 (ms)")
+    axes.set_xlim(left=0)
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left", fontsize="small")
+    return _save(figure, stem)
+
+
 def _cell(rows: pd.DataFrame, group: str, series: str, column: str) -> float:
     match = rows[(rows["group"] == group) & (rows["series"] == series)][column]
     return float(match.iloc[0]) if len(match) and pd.notna(match.iloc[0]) else float("nan")

@@ -38,8 +38,10 @@ from etcd_users.files import (
     SUITE_RUN_REQUIRED_KEYS,
     SUITE_SCHEMA_VERSION,
 )
+from etcd_users.settings.network import parse_peer_rtt
 
 WRITER = "python -m etcd_users.suite run"
+PEER_RTT_AXIS = "local-peer-rtt"  # an axis of round trips between members: P50 is charted against it
 NO_SPREAD = "—"  # the stddev of a single repeat
 REASON_CHARS = 240  # of a failed run's reason in the notes
 
@@ -412,17 +414,45 @@ def chart_frame(suite: SuiteTable) -> pd.DataFrame:
     return frame
 
 
+def peer_rtt_frame(suite: SuiteTable) -> pd.DataFrame | None:
+    """The points of the chart of P50 against the members' round trip (a ``local-peer-rtt`` axis): ``rtt_ms``,
+    ``series`` (the other settings and the request name) and ``P50 (ms)``; None without that axis."""
+    if PEER_RTT_AXIS not in suite.axis_names:
+        return None
+    rows = chart_rows(suite.table)
+    rest = [axis for axis in suite.axis_names if axis != PEER_RTT_AXIS]
+
+    def series(row: pd.Series) -> str:
+        return " · ".join([*(f"{axis}={_setting(row[axis])}" for axis in rest), str(row["name"])])
+
+    rtts = [parse_peer_rtt(PEER_RTT_AXIS, str(value)) for value in rows[PEER_RTT_AXIS]]
+    return pd.DataFrame(
+        {
+            "rtt_ms": [rtt.rtt_ms if rtt else 0.0 for rtt in rtts],
+            "series": [series(row) for _, row in rows.iterrows()],
+            "P50 (ms)": rows["P50 (ms)"].to_numpy(),
+        }
+    )
+
+
 def write_files(suite: SuiteTable, metrics: list[Metric], out: Path) -> list[str]:
-    """suite.md, suite.csv, suite_runs.csv, suite.html and the bar chart; returns the names written."""
+    """suite.md, suite.csv, suite_runs.csv, suite.html, the bar chart, and with a local-peer-rtt axis the chart of P50
+    against the round trip; returns the names written."""
     # matplotlib only when files are written
-    from etcd_users.analysis.charts import suite_bars
+    from etcd_users.analysis.charts import peer_rtt_lines, suite_bars
 
     out.mkdir(parents=True, exist_ok=True)
     numeric_table(suite, metrics).to_csv(out / "suite.csv", index=False)
     write_csv(suite.runs.drop(columns="combination"), out / "suite_runs.csv")
     group_title = "+".join(suite.first_axis)
-    bars = suite_bars(chart_frame(suite), out / "suite_bars", group_title)
-    charts = {f"QPS and P99 per combination (mean ± sd over the repeats), by {group_title or 'combination'}": bars[1]}
+    written = suite_bars(chart_frame(suite), out / "suite_bars", group_title)
+    bars_title = f"QPS and P99 per combination (mean ± sd over the repeats), by {group_title or 'combination'}"
+    charts = {bars_title: written[1]}
+    points = peer_rtt_frame(suite)
+    if points is not None:
+        lines = peer_rtt_lines(points, out / "suite_peer_rtt")
+        charts["P50 against the round trip between members, beside one round trip per commit"] = lines[1]
+        written += lines
     write_markdown(suite, metrics, out / "suite.md")
     write_html(suite, metrics, charts, out / "suite.html")
-    return ["suite.md", "suite.csv", "suite_runs.csv", "suite.html", *(path.name for path in bars)]
+    return ["suite.md", "suite.csv", "suite_runs.csv", "suite.html", *(path.name for path in written)]

@@ -16,7 +16,7 @@ from etcd_users.suite.execute import Signals, SuiteRunner, clock
 from etcd_users.suite.fit import check_fit, connections_per_process, hard_limit, limit_text
 from etcd_users.suite.loader import load_suite, read_document, renamed
 from etcd_users.suite.plan import combinations, grid, locust_command, plan
-from etcd_users.suite.schema import Suite, SuiteError
+from etcd_users.suite.schema import LOCAL_CLUSTER_OPTIONS, Suite, SuiteError
 
 PROG = "python -m etcd_users.suite"
 RENAMED_PREFIX = "locust-etcd: error: "
@@ -56,7 +56,9 @@ def dry_run(suite: Suite, out: Path) -> None:
     for combo in combos:
         done = sum(runner.is_done(run) for run in runs if run.combination.id == combo.id)
         first = next(run for run in runs if run.combination.id == combo.id)
-        endpoints = suite.endpoints or f"<local {combo.members}-member etcd>"
+        local = [f"--etcd-{name} {combo.options[name]}" for name in LOCAL_CLUSTER_OPTIONS if combo.options.get(name)]
+        shaped = f" ({', '.join(local)})" if local else ""
+        endpoints = suite.endpoints or f"<local {combo.members}-member etcd{shaped}>"
         command = locust_command(suite, first, out / combo.id / "rep{k}", endpoints, mask=True, master_port="PORT")
         print(f"  {combo.id}: {combo.label}  ({done}/{suite.repeats} done)")
         print(

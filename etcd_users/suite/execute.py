@@ -30,9 +30,19 @@ from etcd_users.files import (
     SUITE_RUNNING,
     SUITE_SCHEMA_VERSION,
 )
-from etcd_users.local import ClusterError, LocalCluster, find_etcd_binary
+from etcd_users.local import ClusterError, LocalCluster, choose_etcd_binary, find_etcd_binary
 from etcd_users.local.ports import free_ports
-from etcd_users.suite.plan import PlannedRun, combinations, fingerprint, grid, locust_command, plan
+from etcd_users.settings.network import timing_ms
+from etcd_users.suite.plan import (
+    Combination,
+    PlannedRun,
+    combination_settings,
+    combinations,
+    fingerprint,
+    grid,
+    locust_command,
+    plan,
+)
 from etcd_users.suite.schema import OPTIONS_BY_NAME, RESERVED_OPTIONS, Suite
 
 # Start-up of a run besides its duration (etcd, Locust, the endpoint check), until runs have been timed.
@@ -40,6 +50,23 @@ OVERHEAD_GUESS_SECONDS = {1: 4.0, 3: 6.0}
 STOP_GRACE_SECONDS = 15.0
 STDERR_TAIL_LINES = 12
 POLL_SECONDS = 0.1
+
+
+def local_cluster(suite: Suite, combo: Combination) -> LocalCluster:
+    """The local etcd of one run, not started: the suite's members and etcd_args, and the combination's
+    LOCAL_CLUSTER_OPTIONS (its binary, and the members' network through the peer proxy)."""
+    settings = combination_settings(suite, combo)  # checked when the suite was read
+    heartbeat, election = timing_ms(settings.local_heartbeat, settings.local_election)
+    binary = choose_etcd_binary(settings.local_binary, "--etcd-local-binary") if settings.local_binary.strip() else None
+    return LocalCluster(
+        combo.members,
+        extra_args=suite.etcd_args,
+        name=f"suite-{os.getpid()}",
+        binary=binary and binary.path,
+        peer_rtt=settings.local_peer_rtt,
+        heartbeat_ms=heartbeat,
+        election_ms=election,
+    )
 
 
 @dataclass
@@ -288,9 +315,7 @@ class SuiteRunner:
         try:
             endpoints = self.suite.endpoints
             if not endpoints:
-                cluster = LocalCluster(
-                    run.combination.members, extra_args=self.suite.etcd_args, name=f"suite-{os.getpid()}"
-                )
+                cluster = local_cluster(self.suite, run.combination)
                 try:
                     cluster.start(timeout=30)
                 except ClusterError as error:

@@ -2,7 +2,6 @@
 axes passed through the options' own checks, so that a bad file fails before anything runs, in one line that names
 the key (`SuiteError`)."""
 
-import argparse
 import ast
 import difflib
 import re
@@ -12,11 +11,12 @@ from pathlib import Path
 import yaml
 
 from etcd_users.arguments import Option
-from etcd_users.features import OPTIONS
-from etcd_users.settings import SettingsError, parse_endpoints, settings_from_options
-from etcd_users.suite.plan import Combination, combinations
+from etcd_users.local import ClusterError, choose_etcd_binary
+from etcd_users.settings import SettingsError, parse_endpoints
+from etcd_users.suite.plan import Combination, combination_settings, combinations
 from etcd_users.suite.schema import (
     DEFAULT_LOCUSTFILE,
+    LOCAL_CLUSTER_OPTIONS,
     OPTIONS_BY_NAME,
     QUICK_KEYS,
     RENAMED,
@@ -430,16 +430,24 @@ def _check_combinations(checker: _Checker, suite: Suite) -> None:
             key = "axes" if {"users", "processes"} & set(suite.axis_names) else "processes"
             where = f"combination {combo.label}: " if suite.axes else ""
             raise checker.fail(key, f"{where}{combo.processes} processes for {combo.users} users leave a process idle")
-        namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
-        for name, value in combo.options.items():
-            setattr(namespace, OPTIONS_BY_NAME[name].dest, value)
-        namespace.etcd_endpoints = suite.endpoints
+        where = f"combination {combo.label}: " if suite.axes else ""
         try:
-            settings_from_options(namespace)
+            settings = combination_settings(suite, combo)
         except SettingsError as error:
-            where = f"combination {combo.label}: " if suite.axes else ""
             key = _key_of_flag(str(error), suite, combo)
             raise checker.fail(key, f"{where}{error}") from None
+        local = [name for name in LOCAL_CLUSTER_OPTIONS if combo.options.get(name)]
+        if local and suite.endpoints:
+            raise checker.fail(
+                _key_of_flag(f"--etcd-{local[0]}", suite, combo),
+                "sets the local etcd the suite starts for each run, and endpoints gives a cluster of your own; leave "
+                "one of them out",
+            )
+        if settings.local_binary.strip():
+            try:
+                choose_etcd_binary(settings.local_binary, "--etcd-local-binary")
+            except ClusterError as error:
+                raise checker.fail(_key_of_flag("--etcd-local-binary", suite, combo), f"{where}{error}") from None
 
 
 def _key_of_flag(message: str, suite: Suite, combo: Combination) -> str:

@@ -1,6 +1,7 @@
 """The plan of a suite: every combination of its axes, the runs repeat by repeat, the Locust command of a run, and
 the fingerprint that tells whether a run done earlier still matches the suite."""
 
+import argparse
 import hashlib
 import itertools
 import json
@@ -9,7 +10,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from etcd_users.suite.schema import OPTIONS_BY_NAME, SETTING_AXES, Suite
+from etcd_users.features import OPTIONS
+from etcd_users.settings import EtcdSettings, settings_from_options
+from etcd_users.suite.schema import LOCAL_CLUSTER_OPTIONS, OPTIONS_BY_NAME, SETTING_AXES, Suite
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class Combination:
     user_class: tuple[str, ...]
     members: int
     processes: int  # Locust's --processes: the users and each process's --etcd-conns connections per endpoint
-    options: dict  # option name -> value: fixed and axes (what the command line passes)
+    options: dict  # option name -> value: fixed and axes (the command line's, and LOCAL_CLUSTER_OPTIONS' cluster's)
 
     @property
     def label(self) -> str:
@@ -128,6 +131,8 @@ def locust_command(
         # a shared cluster keeps what a run wrote: the next run's check of the prefix would refuse it
         options["cleanup"] = True
     for name, value in options.items():
+        if name in LOCAL_CLUSTER_OPTIONS:
+            continue
         option = OPTIONS_BY_NAME[name]
         if isinstance(option.default, bool):
             if value:
@@ -135,6 +140,15 @@ def locust_command(
             continue
         command += [option.flag, "***" if mask and option.secret and value else _option_text(value)]
     return command
+
+
+def combination_settings(suite: Suite, combo: Combination) -> EtcdSettings:
+    """The settings a combination's options make, as its run's Locust process would (a SettingsError when bad)."""
+    namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
+    for name, value in combo.options.items():
+        setattr(namespace, OPTIONS_BY_NAME[name].dest, value)
+    namespace.etcd_endpoints = suite.endpoints
+    return settings_from_options(namespace)
 
 
 def _option_text(value: object) -> str:

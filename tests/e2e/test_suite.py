@@ -101,6 +101,17 @@ def test_dry_run_lists_the_combinations_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+def test_a_dry_run_gives_the_local_etcds_round_trip_to_its_cluster_not_to_locust(tmp_path):
+    result = run_suite("run", str(REPO / "suites" / "peer-rtt.yaml"), "--quick", "--out", str(tmp_path), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "6 combinations × 1 repeat = 6 runs of 4s against a fresh 3-member local etcd per run" in result.stdout
+    commands = [line for line in result.stdout.splitlines() if " -m locust " in line]
+    assert len(commands) == 6
+    local = "--etcd-endpoints '<local 3-member etcd (--etcd-local-peer-rtt 20ms)>'"
+    assert sum(local in line for line in commands) == 3
+    assert not [line for line in commands if " --etcd-local-peer-rtt " in line]
+
+
 def test_the_field_report_s_whole_ladder_plans_its_processes_within_the_open_file_limit():
     result = run_suite("run", "suites/tls-put-concurrency-ladder.yaml", "--dry-run")
     assert result.returncode == 0, result.stderr
@@ -142,6 +153,7 @@ def test_ready_suites_and_their_quick_sections_are_valid():
     suites = sorted(str(path.relative_to(REPO)) for path in (REPO / "suites").glob("*.yaml"))
     assert suites == [
         "suites/kubernetes.yaml",
+        "suites/peer-rtt.yaml",
         "suites/single-vs-three-members.yaml",
         "suites/tls-put-concurrency-ladder.yaml",
         "suites/v2-benchmark-grid.yaml",
@@ -229,6 +241,24 @@ MALFORMED = {
         "axes: combination users=1 processes=2: 2 processes for 1 users leave a process idle",
     ),
     "processes_key_and_axis": (BASE + "processes: 2\naxes:\n  processes: [1, 2]\n", "processes: also an axis"),
+    # the local etcd's own options shape the cluster a suite starts for each run: not one of the user's
+    "local_network_with_endpoints": (
+        BASE + "endpoints: http://127.0.0.1:2379\nfixed:\n  local-peer-rtt: 10ms\n",
+        "fixed.local-peer-rtt: sets the local etcd the suite starts for each run, and endpoints gives a cluster of "
+        "your own; leave one of them out",
+    ),
+    "local_peer_rtt_bad": (
+        BASE + "axes:\n  local-peer-rtt: [10ms, 10]\n",
+        "axes.local-peer-rtt[1]: expected a string, got 10 (quote it in YAML)",
+    ),
+    "local_election_short": (
+        BASE + "fixed:\n  local-heartbeat: 100\n  local-election: 200\n",
+        "fixed.local-election: --etcd-local-election: 200 ms is less than 5 heartbeats of 100 ms",
+    ),
+    "local_binary_unknown": (
+        BASE + "fixed:\n  local-binary: '9.9'\n",
+        "fixed.local-binary: --etcd-local-binary: no etcd 9.9",
+    ),
 }
 
 
