@@ -19,6 +19,7 @@ NONE, OPTIONAL, REQUIRED = "none", "optional", "required"  # whether an action t
 _ACTIONS_MODULE = "etcd_users.disruptions.actions"
 _UPGRADE_MODULE = "etcd_users.disruptions.upgrade"
 _REPLACE_MODULE = "etcd_users.disruptions.replace"
+_PARTITION_MODULE = "etcd_users.disruptions.partition"
 UPGRADE_FLAG = "--etcd-upgrade-binary"
 ALLOWED_FLAG = "--etcd-disrupt-allowed"
 
@@ -128,9 +129,11 @@ ACTIONS: dict[str, Action] = {
             (LEADER, FOLLOWER, URL),
             REQUIRED,
             True,
-            f"{_ACTIONS_MODULE}:signal_member",
+            f"{_PARTITION_MODULE}:partition",
             "cuts the member's peer links (the peer proxy of `--etcd-local-peer-rtt`: connections to and from it "
-            "closed, new ones refused), healed after DURATION",
+            "closed, new ones refused), healed after DURATION; the window tells the leader before, the one elected "
+            "during the cut and when, and the one after",
+            calls_etcd=True,
             needs_local="cuts a member's links in the peer proxy",
         ),
         Action(

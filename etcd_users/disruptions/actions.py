@@ -167,9 +167,9 @@ def _start_again(cluster: LocalCluster, index: int) -> str:
 
 
 def signal_member(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done) -> None:
-    """kill, restart, freeze or partition one member of the local etcd (the function of those actions in
-    ``action_table``); it is back (started again, thawed or healed) when this returns, also when the greenlet is
-    killed on the way (the run stops)."""
+    """kill, restart or freeze one member of the local etcd (the function of those actions in ``action_table``); it
+    is back (started again or thawed) when this returns, also when the greenlet is killed on the way (the run
+    stops)."""
     status = resolve(disruption.member, statuses)[0]
     url = status.endpoint.url
     index = cluster.endpoints.index(url)
@@ -179,10 +179,9 @@ def signal_member(cluster: LocalCluster, statuses: list[MemberStatus], disruptio
         "freeze": cluster.pause_member,
         "kill": cluster.kill_member,
         "restart": cluster.stop_member,
-        "partition": cluster.blackhole_member,
     }.get(action)
     if stop is None:
-        raise ActionError(f"{action} is not a signal to a member (kill, restart, freeze or partition)")
+        raise ActionError(f"{action} is not a signal to a member (kill, restart or freeze)")
     down = False
     try:
         done.start()
@@ -195,15 +194,11 @@ def signal_member(cluster: LocalCluster, statuses: list[MemberStatus], disruptio
         crashed = ""
         if action == "freeze":
             cluster.resume_member(index)
-        elif action == "partition":
-            cluster.heal_member(index)
         else:
             crashed = _start_again(cluster, index)
         down = False
         if action == "freeze":
             done.result = f"{url} frozen (SIGSTOP) for {back - began:.2f} s"
-        elif action == "partition":
-            done.result = f"{url} cut off from its peers for {back - began:.2f} s"
         elif action == "kill":
             done.result = f"{url} killed (SIGKILL), started again after {back - began:.2f} s, healthy " + (
                 f"{time.perf_counter() - back:.2f} s later{crashed}"
@@ -219,9 +214,7 @@ def signal_member(cluster: LocalCluster, statuses: list[MemberStatus], disruptio
 
 
 def _bring_back(cluster: LocalCluster, index: int, action: str) -> None:
-    if action == "partition":
-        cluster.heal_member(index)
-    elif action == "freeze":
+    if action == "freeze":
         if cluster.pids[index] is not None:
             cluster.resume_member(index)
     elif cluster.pids[index] is None:

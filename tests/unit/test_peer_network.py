@@ -10,10 +10,12 @@ import time
 
 import pytest
 
+from etcd_users.disruptions.partition import agreed_leader, leadership
 from etcd_users.local import ClusterError
 from etcd_users.local.peer_links import PROXY_SCRIPT, PeerLinks
-from etcd_users.settings import SettingsError
+from etcd_users.settings import Endpoint, SettingsError
 from etcd_users.settings.network import PeerRtt, parse_peer_rtt, timing_ms, timing_warnings
+from etcd_users.transport.pool import MemberStatus
 
 FLAG = "--etcd-local-peer-rtt"
 
@@ -209,3 +211,39 @@ def test_the_proxy_imports_nothing_of_the_package():
     )
     result = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=30)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def _status(member_id: int, leader_id: int | None, term: int = 2, error: str | None = None) -> MemberStatus:
+    endpoint = Endpoint(f"http://127.0.0.1:{2379 + member_id}", secure=False)
+    return MemberStatus(endpoint, member_id, leader_id, term, "3.5.1", error)
+
+
+def test_a_leader_is_agreed_only_when_every_answering_member_names_one_that_answers():
+    assert agreed_leader([_status(1, 1), _status(2, 1), _status(3, 1)]) == 1
+    assert agreed_leader([_status(1, 1), _status(2, 1), _status(3, None, error="DEADLINE_EXCEEDED")]) == 1
+    assert agreed_leader([_status(1, 1), _status(2, 2)]) is None  # they disagree
+    assert agreed_leader([_status(2, 1), _status(3, 1)]) is None  # the leader they name is not among them (cut off)
+    assert agreed_leader([_status(2, 0), _status(3, 0)]) is None  # no leader (an election)
+    assert agreed_leader([]) is None
+
+
+def test_a_partitions_leadership_is_told_in_one_line():
+    elected = {
+        "leader_before": "http://a",
+        "term_before": 2,
+        "leader_during": "http://b",
+        "term_during": 3,
+        "elected_after_s": 1.234,
+        "leader_after": "http://b",
+        "term_after": 3,
+        "settled_after_s": 0.05,
+    }
+    assert leadership(elected) == (
+        "leader http://a before (term 2), http://b elected 1.23 s after the cut (term 3), http://b the leader 0.05 s "
+        "after the heal (term 3)"
+    )
+    kept = {"leader_before": "http://a", "term_before": 2, "leader_during": "http://a", "term_during": 2}
+    assert leadership(kept) == (
+        "leader http://a before (term 2), http://a kept the lead during the cut, no leader agreed on by every member "
+        "10 s after the heal"
+    )

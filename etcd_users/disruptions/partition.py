@@ -1,0 +1,123 @@
+"""``partition``: a member of the local etcd cut off from its peers in the peer proxy, healed after DURATION, and what
+the leadership did meanwhile, as the members' Status answers tell it: the leader before the cut, the one the other
+members agreed on during it (and how long after the cut they first agreed on a new one), and the leader once every
+member agrees again after the heal, with the raft terms.
+
+Status is asked of every member every POLL_S on the master's own connections (a cut member still answers its
+clients), so an election is seen to within a poll, from the cut to the first poll where the other members name the
+same new leader.
+"""
+
+import locust  # noqa: F401  (gevent's monkey patching must come first)
+
+import time
+from collections.abc import Callable
+
+import gevent
+
+from etcd_users.disruptions.actions import Done, member_statuses, resolve
+from etcd_users.disruptions.schedule import Disruption
+from etcd_users.local import LocalCluster
+from etcd_users.transport.errors import EndpointError
+from etcd_users.transport.pool import MemberStatus
+
+POLL_S = 0.05
+SETTLE_S = 10.0  # after the heal: until every member answers and names one leader
+
+
+def partition(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
+    """Cut the member named (the leader, a follower or a client URL) off from its peers for the disruption's duration;
+    healed when this returns, also when the greenlet is killed on the way (the run stops)."""
+    status = resolve(disruption.member, statuses)[0]
+    url = status.endpoint.url
+    index = cluster.endpoints.index(url)
+    done.members = [url]
+    urls = {s.member_id: s.endpoint.url for s in statuses if s.member_id}
+    before = agreed_leader(statuses)
+    step = {"member": url, "leader_before": urls.get(before), "term_before": _term(statuses)}
+    done.steps.append(step)
+    cut, watcher = False, None
+    try:
+        done.start()
+        began = time.perf_counter()
+        cluster.blackhole_member(index)
+        cut = True
+        watcher = gevent.spawn(_leaders_during, call, urls, status.member_id, before, began, step)
+        gevent.sleep(disruption.duration)
+        watcher.kill()
+        back = time.perf_counter()
+        cluster.heal_member(index)
+        cut = False
+        _leader_after(call, urls, back, step)
+        done.result = f"{url} cut off from its peers for {back - began:.2f} s; {leadership(step)}"
+    finally:
+        if watcher is not None:  # the run stops: no poll outlives the master's connections
+            watcher.kill()
+        if cut:  # the member is back before the clean-up and the local etcd's end
+            cluster.heal_member(index)
+
+
+def agreed_leader(statuses: list[MemberStatus]) -> int | None:
+    """The member ID every answering member names as leader, when they all name the same one and it answers too."""
+    answering = [s for s in statuses if s.error is None]
+    named = {s.leader_id for s in answering}
+    if len(named) != 1 or not answering:
+        return None
+    leader = named.pop()
+    return leader if leader and any(s.member_id == leader for s in answering) else None
+
+
+def _term(statuses: list[MemberStatus]) -> int | None:
+    return max((s.raft_term for s in statuses if s.error is None), default=None)
+
+
+def _leaders_during(
+    call: Callable, urls: dict[int, str], cut_id: int | None, before: int | None, began: float, step: dict
+) -> None:
+    """Until killed: the leader the members other than the cut one agree on, and when they first agreed on a new one."""
+    while True:
+        try:
+            statuses = call(member_statuses)
+        except (EndpointError, RuntimeError):  # no member answers, or the run stopped: the window keeps what it saw
+            return
+        others = [s for s in statuses if s.member_id != cut_id]
+        leader = agreed_leader(others)
+        if leader is not None:
+            step["leader_during"], step["term_during"] = urls.get(leader, f"{leader:x}"), _term(others)
+            if leader != before and "elected_after_s" not in step:
+                step["elected_after_s"] = round(time.perf_counter() - began, 3)
+        gevent.sleep(POLL_S)
+
+
+def _leader_after(call: Callable, urls: dict[int, str], healed: float, step: dict) -> None:
+    """The leader once every member answers and names it, up to SETTLE_S after the heal."""
+    while time.perf_counter() - healed < SETTLE_S:
+        try:
+            statuses = call(member_statuses)
+        except EndpointError:  # no member answers yet
+            gevent.sleep(POLL_S)
+            continue
+        leader = agreed_leader(statuses)
+        if leader is not None and all(s.error is None for s in statuses):
+            step["leader_after"], step["term_after"] = urls.get(leader, f"{leader:x}"), _term(statuses)
+            step["settled_after_s"] = round(time.perf_counter() - healed, 3)
+            return
+        gevent.sleep(POLL_S)
+
+
+def leadership(step: dict) -> str:
+    """The leadership of a partition's window in a few words."""
+    before, during, after = step.get("leader_before"), step.get("leader_during"), step.get("leader_after")
+    words = [f"leader {before or 'none agreed'} before (term {step.get('term_before')})"]
+    if "elected_after_s" in step:
+        words.append(f"{during} elected {step['elected_after_s']:.2f} s after the cut (term {step.get('term_during')})")
+    elif during:
+        words.append(f"{during} kept the lead during the cut")
+    else:
+        words.append("no leader agreed on by the others during the cut")
+    if after:
+        settled = step["settled_after_s"]
+        words.append(f"{after} the leader {settled:.2f} s after the heal (term {step.get('term_after')})")
+    else:
+        words.append(f"no leader agreed on by every member {SETTLE_S:g} s after the heal")
+    return ", ".join(words)
