@@ -126,24 +126,20 @@ def test_local_endpoints_take_every_action():
     check_allowed(schedule, [URL_A, URL_B], local=True, allowed=False)
 
 
-def test_signals_against_endpoints_the_tool_did_not_start_are_refused_even_when_allowed():
-    schedule = parse_schedule("--etcd-disrupt", "defrag@1s,kill:follower@5s+3s")
+@pytest.mark.parametrize(
+    ("items", "refused"),
+    [
+        ("defrag@1s,kill:follower@5s+3s", "'kill:follower@5s+3s' signals a member's process"),
+        ("partition:leader@5s+3s", "'partition:leader@5s+3s' cuts a member's links in the peer proxy"),
+    ],
+)
+def test_local_actions_against_endpoints_the_tool_did_not_start_are_refused_even_when_allowed(items, refused):
+    schedule = parse_schedule("--etcd-disrupt", items)
     with pytest.raises(ScheduleError) as caught:
         check_allowed(schedule, [URL_A, URL_B], local=False, allowed=True)
     assert str(caught.value) == (
-        "--etcd-disrupt: 'kill:follower@5s+3s' signals a member's process, which only the local etcd the tool starts "
-        "allows; leave out --etcd-endpoints for a local cluster, or use defrag, move-leader, snapshot or compact"
-    )
-
-
-def test_a_partition_against_endpoints_the_tool_did_not_start_is_refused_for_its_peer_proxy():
-    schedule = parse_schedule("--etcd-disrupt", "partition:leader@5s+3s")
-    with pytest.raises(ScheduleError) as caught:
-        check_allowed(schedule, [URL_A, URL_B], local=False, allowed=True)
-    assert str(caught.value) == (
-        "--etcd-disrupt: 'partition:leader@5s+3s' cuts a member's links in the peer proxy, which only the local etcd "
-        "the tool starts allows; leave out --etcd-endpoints for a local cluster, or use defrag, move-leader, snapshot "
-        "or compact"
+        f"--etcd-disrupt: {refused}, which only the local etcd the tool starts allows; leave out --etcd-endpoints for "
+        "a local cluster, or use defrag, move-leader, snapshot or compact"
     )
 
 
