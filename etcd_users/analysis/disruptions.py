@@ -20,11 +20,14 @@ from etcd_users.disruptions.cost import RECOVERED_RATIO, Second, cost
 from etcd_users.disruptions.span import TAIL_S
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SERVICE, SUFFIXES, tag_text
 from etcd_users.hdr import add
+from etcd_users.reporting.member_figures import member_figures
 
+# what the members said over the window (PREFIX_etcd_metrics.csv), beside what the clients saw
+MEMBER_COLUMNS = ("leader changes", "proposals failed")
 COLUMNS = (
     *("run", "disruption", "members", "ok", "started (s)", "lasted (s)", "name", "gap (ms)", "gap (s)"),
     *("P99 before (ms)", "P99 during (ms)", "P99 x", "P99.9 before (ms)", "P99.9 during (ms)"),
-    *("requests", "errors", "errors by label", "recovery (s)", "result"),
+    *("requests", "errors", "errors by label", "recovery (s)", *MEMBER_COLUMNS, "result"),
 )
 
 
@@ -76,6 +79,33 @@ def _number(value) -> float:
     return math.nan if value is None else float(value)
 
 
+def members_during(metrics: pd.DataFrame | None, started: float, finished: float) -> dict[str, float]:
+    """The worst member's leader changes and failed proposals over a window: each member's scrapes from its last one at
+    or before the window's start to its first at or after its end, so that a counter's increase covers the window
+    (NaN where no member has a scrape on each side). etcd's peer round trip is left out: it observes one every 30 s."""
+    found = dict.fromkeys(MEMBER_COLUMNS, math.nan)
+    if metrics is None or not len(metrics):
+        return found
+    spans = []
+    for _member, rows in metrics[metrics["Error"].fillna("") == ""].groupby("Member", sort=False):
+        stamps = rows["Timestamp"]
+        before, after = stamps[stamps <= started], stamps[stamps >= finished]
+        if len(before) and len(after):
+            spans.append(rows[(stamps >= before.max()) & (stamps <= after.min())])
+    if not spans:
+        return found
+    rows = pd.concat(spans).to_dict("records")
+    figures = member_figures(rows).figures
+    failed = [
+        span["ProposalsFailed"].iloc[-1] - span["ProposalsFailed"].iloc[0]
+        for span in spans
+        if span["ProposalsFailed"].iloc[-1] >= span["ProposalsFailed"].iloc[0]  # not across a restart
+    ]
+    found["leader changes"] = _number(figures["leader_changes"].value)
+    found["proposals failed"] = max(failed, default=math.nan)
+    return found
+
+
 def measure(run: Run) -> pd.DataFrame | None:
     """One row per window and request name; None when the run had no disruptions."""
     windows = load_windows(run.prefix)
@@ -89,6 +119,7 @@ def measure(run: Run) -> pd.DataFrame | None:
         if started is None or finished is None:
             continue  # still going when the run ended, without an end
         live = {entry.get("name"): entry for entry in window.get("cost", []) if isinstance(entry, dict)}
+        members = members_during(run.etcd_metrics, started, finished)
         for name, seconds in sorted(data.items()):
             measured = cost(name, seconds, started, finished)
             spanned = live.get(name, {})
@@ -117,6 +148,7 @@ def measure(run: Run) -> pd.DataFrame | None:
                     "errors": measured.errors,
                     "errors by label": ", ".join(f"{label} ×{count}" for label, count in sorted(labels.items())),
                     "recovery (s)": _number(measured.recovery_s),
+                    **members,
                     "result": window.get("result", ""),
                 }
             )
@@ -125,6 +157,7 @@ def measure(run: Run) -> pd.DataFrame | None:
 
 DECIMALS = {
     **{"started (s)": 1, "lasted (s)": 2, "gap (s)": 3, "P99 x": 2, "recovery (s)": 1},
+    **{"leader changes": 0, "proposals failed": 0},
     **{column: 2 for column in COLUMNS if column.endswith("(ms)")},
 }
 NOTES = [
@@ -137,4 +170,7 @@ NOTES = [
     f"recovery: from the action's end to the first second whose P99 is within {RECOVERED_RATIO:g}x of before "
     "(empty: none was)",
     "errors by label: the failures whose request was out during the span and its tail, by etcd's label",
+    "leader changes, proposals failed: what the members' /metrics counted over the window (--etcd-metrics-interval), "
+    "the worst member's, from each one's last scrape before the window to its first after it; empty without a scrape "
+    "on each side",
 ]

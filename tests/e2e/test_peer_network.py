@@ -13,7 +13,7 @@ import time
 
 import pytest
 from checks import refusal_line, stderr_lines
-from support import HEADLESS, REPO, read_csv_rows, run_locust
+from support import HEADLESS, REPO, read_csv_rows, run_analysis, run_locust
 
 from etcd_users.reporting.exposition import fetch_metrics
 
@@ -124,22 +124,22 @@ def test_the_network_options_are_refused_in_one_line(args, message, tmp_out):
 @pytest.mark.slow
 def test_a_partitioned_leader_is_replaced_the_writes_resume_and_the_audit_passes(tmp_out):
     prefix = tmp_out / "run"
-    timing = ("-u", "4", "-r", "4", "-t", "14s", "--csv", str(prefix), "--etcd-local-members", "3")
+    timing = ("-u", "4", "-r", "4", "-t", "16s", "--csv", str(prefix), "--etcd-local-members", "3")
     network = ("--etcd-local-peer-rtt", "0ms", "--etcd-metrics-interval", "1")
-    result = run_locust(*HEADLESS, *timing, *network, "--etcd-disrupt", "partition:leader@3s+5s", "EtcdPutUser")
+    result = run_locust(*HEADLESS, *timing, *network, "--etcd-disrupt", "partition:leader@3s+8s", "EtcdPutUser")
     output = result.stdout + result.stderr
     assert "Traceback" not in output
     assert result.returncode in (0, 1), output[-3000:]  # 1: requests in flight to the cut leader failed
     [window] = json.loads((tmp_out / "run_disruptions.json").read_text())["windows"]
     assert window["ok"] and " cut off from its peers for " in window["result"], window
-    assert window["finished_at"] - window["started_at"] >= 5.0
+    assert window["finished_at"] - window["started_at"] >= 8.0
     # the leadership as the members' Status told it: the others elect a new leader after at least one election
-    # timeout (raft draws each member's from 1 to 2 of them; 1 s here), in a later term, and keep it after the heal
-    # (2.21 and 2.57 s after the cut in two runs: the timeout drawn, the pre-vote and vote, and the tool's polls)
+    # timeout (raft draws each member's from 1 to 2 of them; 1 s here), in a later term, and keep it after the heal:
+    # 2.2 to 2.6 s after the cut in six runs, 4.28 s in one; the cut's 8 s leave room for a slow one
     [step] = window["steps"]
     assert step["leader_before"] == step["member"] == window["members"][0], step
     assert step["leader_during"] not in (None, step["member"]) and step["term_during"] > step["term_before"], step
-    assert 0.9 < step["elected_after_s"] < 4.0, step
+    assert 0.9 < step["elected_after_s"] < 8.0, step
     assert step["leader_after"] and step["term_after"] >= step["term_during"], step
     assert f"{step['leader_during']} elected {step['elected_after_s']:.2f} s after the cut" in window["result"]
     summary = json.loads((tmp_out / "run_summary.json").read_text())
@@ -154,6 +154,11 @@ def test_a_partitioned_leader_is_replaced_the_writes_resume_and_the_audit_passes
     assert len(after) >= 2 and after[-1] > after[0], after
     audit = json.loads((tmp_out / "run_audit.json").read_text())
     assert audit["passed"] and audit["hashkv"]["equal"], audit["line"]
+    # the disruption table sets the members' own figures beside the clients': etcd counted the election
+    analysed = run_analysis(str(prefix), "--out", str(tmp_out / "analysis"))
+    assert analysed.returncode == 0, analysed.stderr[-3000:]
+    [row] = read_csv_rows(tmp_out / "analysis" / "disruptions.csv")
+    assert float(row["leader changes"]) >= 1, row
 
 
 @pytest.mark.slow
