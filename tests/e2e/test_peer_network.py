@@ -73,9 +73,12 @@ def test_etcd_measures_the_round_trip_the_peer_proxy_makes(tmp_path):
     assert all(len(means) == 2 for means in observed), observed  # each member: both peers observed
     # the median of the six links: a probe slowed by the loaded machine moves one link, not the figure
     measured_ms = statistics.median(mean for means in observed for mean in means.values()) / SMOOTHING * 1000
-    assert measured_ms == pytest.approx(RTT_MS, rel=0.2), (measured_ms, observed)
-    # bucket-consistent too: rtt / 8 = 2.5 ms lies in etcd's (1.6 ms, 3.2 ms] bucket, as 2.0-3.0 ms (±20 %) does
-    assert 0.0016 < measured_ms * SMOOTHING / 1000 <= 0.0032
+    # within 20 % below: the proxy never delivers a chunk early; above, a loaded machine adds its own scheduling to
+    # the proxy's and the members' (25.1 ms for 20 ms at a load average of 10 to 30, the suite's three workers and a
+    # busy loop on two cores), so the bound there is 50 %
+    assert RTT_MS * 0.8 <= measured_ms <= RTT_MS * 1.5, (measured_ms, observed)
+    # bucket-consistent too: rtt / 8 = 2.5 ms lies in etcd's (1.6 ms, 3.2 ms] bucket, or the next one when loaded
+    assert 0.0016 < measured_ms * SMOOTHING / 1000 <= 0.0064
     [line] = stderr_lines(stderr_path.read_text())
     assert f"; peer round trip {RTT_MS:g}ms through the peer proxy)" in line, line
 
