@@ -56,7 +56,6 @@ SERVES_UNTIL = {"etcd_users.local": "LOCUST_ETCD_ENDPOINTS=", "etcd_users.cluste
 
 RUN_TIME = "3s"
 MAX_USERS = 16
-MIN_USER_RATE = 1.0  # requests per second of each rate-driven user of a quick run: a few in its seconds
 MAX_PROCESSES = 2
 TIME_SCALE = "0.01"  # the 25-minute step-plus-spike plan in 15 s, cut to 5 s by its lower top step below
 
@@ -228,10 +227,6 @@ def _locust_variant(args: list[str], tool: str) -> tuple[list[str], str, frozens
         value = _value(args, option)
         if value is not None and int(value) > cap:
             _set_option(args, option, str(cap))
-    rate = _value(args, "--etcd-user-rate")
-    if rate is not None and 0 < float(rate) < MIN_USER_RATE:
-        # the page's many users share their requests; the few users of the quick run would send none in its seconds
-        _set_option(args, "--etcd-user-rate", f"{MIN_USER_RATE:g}")
     if "--etcd-prometheus-port" in args:
         _set_option(args, "--etcd-prometheus-port", str(free_port()))
     kubernetes = any("Kubernetes" in arg for arg in args)
