@@ -56,6 +56,7 @@ SERVES_UNTIL = {"etcd_users.local": "LOCUST_ETCD_ENDPOINTS=", "etcd_users.cluste
 
 RUN_TIME = "3s"
 MAX_USERS = 16
+MIN_USER_RATE = 1.0  # requests per second of each rate-driven user of a quick run: a few in its seconds
 MAX_PROCESSES = 2
 TIME_SCALE = "0.01"  # the 25-minute step-plus-spike plan in 15 s, cut to 5 s by its lower top step below
 
@@ -227,8 +228,16 @@ def _locust_variant(args: list[str], tool: str) -> tuple[list[str], str, frozens
         value = _value(args, option)
         if value is not None and int(value) > cap:
             _set_option(args, option, str(cap))
+    rate = _value(args, "--etcd-user-rate")
+    if rate is not None and 0 < float(rate) < MIN_USER_RATE:
+        # the page's many users share their requests; the few users of the quick run would send none in its seconds
+        _set_option(args, "--etcd-user-rate", f"{MIN_USER_RATE:g}")
     if "--etcd-prometheus-port" in args:
         _set_option(args, "--etcd-prometheus-port", str(free_port()))
+    if "--processes" in args and "--master-bind-port" not in args:
+        # as the page says to when Locust's 5557 is taken: the forked workers dial --master-port
+        port = str(free_port())
+        args += ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port]
     kubernetes = any("Kubernetes" in arg for arg in args)
     if kubernetes:
         _set_option(args, "--etcd-k8s-objects", "pods:200,configmaps:50,leases:20")

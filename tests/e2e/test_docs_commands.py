@@ -10,9 +10,11 @@ conflicts, as in a real cluster).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -52,14 +54,23 @@ def reads_missing_output(run: Run, out: Path) -> str:
     return ""
 
 
+def _stop_group(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
 def execute(run: Run) -> tuple[int, str]:
     env = {**os.environ, **run.env}
+    # a session of its own: a run's forked workers that outlive it are stopped with it, not left holding the pipes
+    process = subprocess.Popen(
+        run.argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     if not run.serves_until:
-        done = subprocess.run(
-            run.argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False
-        )
-        return done.returncode, done.stdout + done.stderr
-    process = subprocess.Popen(run.argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            output, _ = process.communicate(timeout=RUN_TIMEOUT)
+        finally:
+            _stop_group(process)
+        return process.returncode, output
     lines = []
     deadline = time.monotonic() + RUN_TIMEOUT
     try:
@@ -71,6 +82,7 @@ def execute(run: Run) -> tuple[int, str]:
         process.terminate()
         rest, _ = process.communicate(timeout=60)
         lines.append(rest or "")
+        _stop_group(process)
     up = any(run.serves_until in line for line in lines)
     return (0 if up else 1), "".join(lines)
 

@@ -114,6 +114,20 @@ def test_every_command_of_the_docs_is_runnable_here_or_marked(tmp_path):
     assert {command.marker for command in commands} >= set(MARKERS.values())
 
 
+def test_a_quick_run_binds_a_free_master_port_and_its_few_users_send_a_request_a_second(tmp_path):
+    from docs_commands import Command, quick_variant
+
+    text = (
+        ".venv/bin/locust -f locustfile.py --headless --processes 4 -u 20000 -r 20000 -t 15s "
+        "--etcd-user-rate 0.05 EtcdPutUser"
+    )
+    (run,) = quick_variant(Command("docs/x.md", 1, text), tmp_path).runs
+    value = {option: run.argv[run.argv.index(option) + 1] for option in ("--processes", "-u", "--etcd-user-rate")}
+    assert value == {"--processes": "2", "-u": "16", "--etcd-user-rate": "1"}
+    bound = run.argv[run.argv.index("--master-bind-port") + 1]
+    assert bound != "5557" and run.argv[run.argv.index("--master-port") + 1] == bound
+
+
 def test_each_command_left_to_a_test_is_on_a_page_and_its_test_exists(tmp_path):
     from docs_commands import REPO, RUN_BY_TESTS, all_commands, quick_variant
 
