@@ -7,6 +7,7 @@ describe the same requests, and no worker may go missing on the way.
 from __future__ import annotations
 
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,18 @@ def test_without_endpoints_the_workers_use_the_masters_local_etcd_and_options(tm
     # the worker wrote under the master's --etcd-prefix, not the default one
     deleted = re.search(r"deleted (\d+) keys under '/distributed/'", finished.stderr)
     assert deleted and int(deleted.group(1)) > 0, finished.stderr[-3000:]
+
+
+def test_a_master_port_another_process_holds_is_refused_before_the_workers_fork(etcd1, tmp_out):
+    port = free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        args = master_args(port, tmp_out / "run", "-f", "locustfile.py", "--processes", "2", "--master-port", str(port))
+        result = run_locust(*args, "-t", "2s", "--etcd-endpoints", ",".join(etcd1.endpoints), timeout=60)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].split(": error: ")[1] == (
+        f"argument --master-bind-port: port {port} is in use (another Locust master on this machine?): "
+        f"give a free port P as --master-bind-port P --master-port P (the forked workers dial it)"
+    )
+    assert_no_traceback(result.stderr)
