@@ -11,6 +11,11 @@ from dataclasses import dataclass
 logger = logging.getLogger(__name__)
 
 Version = tuple[int, int, int]
+DATA, WATCH = "data", "watch"
+CONSEQUENCES = {  # the pre-flight's warning: what a run on such a version may find
+    DATA: "members killed or restored under load can diverge",
+    WATCH: "a progress notification can come before events it says were sent",
+}
 
 
 @dataclass(frozen=True)
@@ -20,6 +25,7 @@ class KnownBug:
     fixed_in: str
     what: str  # what an operator sees, in a few words
     issue: str  # etcd's issue
+    check: str = DATA  # the audit's check it can fail: DATA (the members' data, acknowledged writes) or WATCH
 
     def applies_to(self, version: str) -> bool:
         parsed = parse_version(version)
@@ -45,6 +51,23 @@ KNOWN_BUGS = (
         "a member restored from a snapshot, or rolled back to 3.4 and upgraded again, can diverge from the others",
         "#13514",
     ),
+    # etcd answered a progress request on its own channel, beside the events still queued for the stream
+    KnownBug(
+        (3, 4, 0),
+        (3, 4, 24),
+        "3.4.25",
+        "a requested watch progress notification can reach the client before events at or below its revision",
+        "#15220",
+        WATCH,
+    ),
+    KnownBug(
+        (3, 5, 0),
+        (3, 5, 7),
+        "3.5.8",
+        "a requested watch progress notification can reach the client before events at or below its revision",
+        "#15220",
+        WATCH,
+    ),
 )
 
 
@@ -54,30 +77,32 @@ def parse_version(version: str) -> Version | None:
     return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
-def known_bugs(version: str) -> list[KnownBug]:
-    return [bug for bug in KNOWN_BUGS if bug.applies_to(version)]
+def known_bugs(version: str, checks: frozenset[str] = frozenset(CONSEQUENCES)) -> list[KnownBug]:
+    """The known bugs of ``version`` that can fail one of ``checks`` (all of them by default)."""
+    return [bug for bug in KNOWN_BUGS if bug.check in checks and bug.applies_to(version)]
 
 
-def known_bug_names(versions: list[str]) -> list[str]:
+def known_bug_names(versions: list[str], checks: frozenset[str] = frozenset(CONSEQUENCES)) -> list[str]:
     """``etcd 3.5.1: known bugs #13766, #13514`` for each distinct version that has any: short, for a verdict's line."""
     names = []
     for version in dict.fromkeys(v for v in versions if v):
-        bugs = known_bugs(version)
+        bugs = known_bugs(version, checks)
         if bugs:
             plural = "s" if len(bugs) > 1 else ""
             names.append(f"etcd {version.lstrip('v')}: known bug{plural} {', '.join(bug.issue for bug in bugs)}")
     return names
 
 
-def known_bug_lines(versions: list[str]) -> list[str]:
+def known_bug_lines(versions: list[str], checks: frozenset[str] = frozenset(CONSEQUENCES)) -> list[str]:
     """One line per known bug of each distinct version, in the order given."""
     lines: list[str] = []
     for version in dict.fromkeys(v for v in versions if v):
-        lines.extend(bug.line(version) for bug in known_bugs(version))
+        lines.extend(bug.line(version) for bug in known_bugs(version, checks))
     return lines
 
 
 def warn_known_bugs(versions: list[str]) -> None:
-    """A warning per version with known bugs, at start: what a kill or restart test may then find."""
-    for name in known_bug_names(versions):
-        logger.warning("%s: members killed or restored under load can diverge (see the audit's docs)", name)
+    """A warning per version and check with known bugs, at start: what a kill, a restart or a watch may then find."""
+    for check, consequence in CONSEQUENCES.items():
+        for name in known_bug_names(versions, frozenset({check})):
+            logger.warning("%s: %s (see the audit's docs)", name, consequence)

@@ -1,5 +1,5 @@
 """The end-of-run audit of a run (``PREFIX_audit.json``, written by ``etcd_users.audit``) as a table row and its
-verdict line: whether the members' HashKV agreed, acknowledged writes were lost, watch events came in order."""
+verdict line: whether the members' HashKV agreed, acknowledged writes were lost, watch events kept etcd's guarantees."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from etcd_users.analysis.load import AnalysisError, Run, optional_json
 
 COLUMNS = (
     *("run", "audit", "HashKV", "acknowledged writes", "lost", "gone after others' deletes"),
-    *("watchers", "watch events in order", "missed", "out of order or repeated"),
+    *("watchers", "watch events in order", "missed", "repeated", "out of order", "split", "behind progress"),
 )
 PASSED = "pass"
 FAILED = "FAILED"
@@ -56,7 +56,10 @@ def row(label: str, record: dict) -> dict:
         "watchers": _count(watches, "watchers"),
         "watch events in order": _count(watches, "in_order"),
         "missed": _count(watches, "missed"),
-        "out of order or repeated": _count(watches, "disordered"),
+        "repeated": _count(watches, "repeated"),
+        "out of order": _count(watches, "disordered"),
+        "split": _count(watches, "split"),
+        "behind progress": _count(watches, "ahead"),
     }
 
 

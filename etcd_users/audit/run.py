@@ -158,7 +158,10 @@ class AuditRun(FeatureHooks):
         _console.info(audit.line())
         if self.junit and os.path.exists(os.path.expanduser(self.junit)):  # the gates' hooks wrote their report
             failure = "\n".join(audit.error_lines()) if audit.failed else None
-            properties = [(key, str(value)) for key, value in audit.as_json()["writes"].items()]
+            record = audit.as_json()
+            properties = [(key, str(value)) for key, value in record["writes"].items()]
+            if audit.watches.watchers:  # each watch guarantee's count, as the line gives it
+                properties += [(f"watch_{key}", str(value)) for key, value in record["watches"].items()]
             junit.add_case(self.junit, JUNIT_CLASS, "audit", audit.line(), failure, properties)
 
     def _read_back(self, environment) -> ProcessAudit | None:

@@ -20,7 +20,7 @@ from etcd_users.audit.reads import ReadCounts, evidence_line
 from etcd_users.audit.staleness import Staleness
 from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.exit_code import AUDIT_EXIT_CODE
-from etcd_users.known_bugs import known_bug_lines, known_bug_names
+from etcd_users.known_bugs import DATA, WATCH, known_bug_lines, known_bug_names
 
 # etcd's answer to a user without the root role (``auth: permission denied``): the hashes cannot be asked for
 PERMISSION_DENIED = "permission denied"
@@ -211,9 +211,7 @@ class Audit:
     @property
     def evidence(self) -> bool:
         """Something was shown to be wrong: the members' data, a write, a watch."""
-        watches = self.watches
-        data = self.hashes_differ or bool(self.diverged) or self.lost > 0
-        return data or watches.disordered > 0 or watches.missed > 0 or self.reads.violated > 0
+        return bool(self._failed_checks()) or self.reads.violated > 0
 
     @property
     def failed(self) -> bool:
@@ -226,14 +224,7 @@ class Audit:
             parts[-1] += f" ({self.unexplained:,} gone after deletes of other processes or of unknown outcome)"
         watches = self.watches
         if watches.watchers:
-            part = f"{watches.in_order:,} watch events in order, {watches.missed:,} missed"
-            if watches.disordered:
-                part += f", {watches.disordered:,} out of order or repeated"
-            if watches.broken:
-                part += f" ({watches.broken:,} streams ended early, not judged)"
-            if watches.owed:
-                part += f" ({watches.owed:,} still on their way when the watchers closed, not judged)"
-            parts.append(part)
+            parts.append(watches.describe())
         reads = self.reads
         if reads.checked:
             parts.append(f"{reads.checked:,} linearizable reads checked, {reads.violated:,} violations")
@@ -243,14 +234,20 @@ class Audit:
         if errors:
             parts.append("not read back: " + "; ".join(errors))
         if self.evidence:  # a bug of the members' version may be why
-            parts.extend(known_bug_names(self._versions()))
+            parts.extend(known_bug_names(self._versions(), self._failed_checks()))
         if self.kept:
             parts.append(f"the members' data and logs kept in {self.kept}")
         return ("audit FAILED: " if self.failed else "audit: ") + "; ".join(parts)
 
     def known_bugs(self) -> list[str]:
-        """The known correctness bugs of the members' versions (``etcd_users.known_bugs``), a line each."""
-        return known_bug_lines(self._versions())
+        """The known correctness bugs of the members' versions (``etcd_users.known_bugs``) that can fail what failed,
+        a line each."""
+        return known_bug_lines(self._versions(), self._failed_checks())
+
+    def _failed_checks(self) -> frozenset[str]:
+        """Which of the known bugs' checks found something: the members' data and writes, the watches."""
+        data = self.hashes_differ or bool(self.diverged) or self.lost > 0
+        return frozenset(check for check, found in ((DATA, data), (WATCH, self.watches.violations > 0)) if found)
 
     def _versions(self) -> list[str]:
         return [member.version for member in self.hashes.members] if self.hashes is not None else []
@@ -302,10 +299,12 @@ class Audit:
                 f"acknowledged, {self.lost - stale:,} keys gone that no process of the run deleted"
             )
         watches = self.watches
-        if watches.disordered or watches.missed:
+        if watches.violations:
             lines.append(
-                f"audit: watch streams: {watches.disordered:,} events out of order or repeated, {watches.missed:,} "
-                f"acknowledged puts not delivered to a watcher (of {watches.watchers:,} watchers)"
+                f"audit: watch streams of {watches.watchers:,} watchers: {watches.missed:,} acknowledged puts not "
+                f"delivered to a watcher, {watches.repeated:,} events delivered twice, {watches.disordered:,} below "
+                f"the watcher's previous revision, {watches.split:,} responses that split a revision's events, "
+                f"{watches.ahead:,} events after a progress notification at or above their revision"
             )
         reads = self.reads
         if reads.violated:

@@ -5,6 +5,7 @@ the coroutines here do the round trip on the loop and time it there.
 """
 
 import asyncio
+import bisect
 import collections
 import time
 
@@ -14,7 +15,7 @@ from etcd3.etcdrpc import rpc_pb2
 from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.pool import Connection
 
-PROGRESS_ASK_SECONDS = 0.5  # how often ``close`` asks etcd where each watch stream stands
+CATCH_UP_POLL_S = 0.05  # how often ``close`` looks whether the watchers have caught up
 
 
 class KeepAliveStream:
@@ -39,8 +40,11 @@ class WatchFanOut:
 
     Events are matched to puts by revision, so another writer of the same key costs nothing but ignored events.
 
-    For the audit each watcher's revisions must rise, and each put acknowledged here must reach every watcher before
-    the streams are cancelled; ``cancel`` adds the counts to ``counts``.
+    For the audit each watcher's revisions must rise, never repeat, and each put acknowledged here must reach every
+    watcher; ``cancel`` adds the counts to ``counts``. A watcher's events come in revision order, so a put that a
+    watcher skipped while it delivered a later one of the key is missed for certain. One it has not got to yet may
+    still come: owed, not judged. etcd's progress notifications are not used to tell them apart: before 3.4.25 and
+    3.5.8 etcd answers a progress request ahead of the events it has still to send (etcd issue #15220).
     """
 
     def __init__(
@@ -55,12 +59,10 @@ class WatchFanOut:
         self._created = 0
         self._all_created = asyncio.get_running_loop().create_future()
         self._counts = counts
-        self._in_order = self._disordered = self._broken = 0
+        self._in_order = self._disordered = self._repeated = self._broken = 0
         self._cancelled = False
         self._undelivered: dict[int, int] = {}  # revision of an acknowledged put -> watchers still to deliver it
-        # per stream, the revision of etcd's latest progress notification: every event up to it was sent before it
-        self._progress = [0] * streams
-        self._caught_up: asyncio.Future | None = None  # set while ``close`` waits for the watchers to catch up
+        self._latest: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: watch id -> latest revision
         loop = asyncio.get_running_loop()
         self._readers = [loop.create_task(self._read(call, index)) for index, call in enumerate(self._calls)]
 
@@ -80,22 +82,20 @@ class WatchFanOut:
                 self._broken += 1
 
     async def _read_events(self, call, stream: int) -> None:
-        latest: dict[int, int] = {}  # watch id -> revision of its latest event
+        latest = self._latest[stream]
         undelivered = self._undelivered
         async for response in call:
             now = time.perf_counter()
             if response.canceled:
                 self._broken += 1  # etcd ended a watcher (a compaction, a lost leader): what it missed is not judged
-            elif not response.events and not response.created and not response.compact_revision:
-                self._progress[stream] = max(self._progress[stream], response.header.revision)  # a progress notify
-                self._check_caught_up()
             if response.created:
                 self._created += 1
                 if self._created == self.expected and not self._all_created.done():
                     self._all_created.set_result(None)
             for event in response.events:
                 revision = event.kv.mod_revision
-                if revision > latest.get(response.watch_id, 0):
+                previous = latest.get(response.watch_id, 0)
+                if revision > previous:
                     latest[response.watch_id] = revision
                     self._in_order += 1
                     left = undelivered.get(revision)
@@ -104,6 +104,8 @@ class WatchFanOut:
                             undelivered[revision] = left - 1
                         else:
                             del undelivered[revision]
+                elif revision == previous:
+                    self._repeated += 1  # one key: its revision again is the same event again
                 else:
                     self._disordered += 1
                 arrivals = self._arrivals[revision]
@@ -111,8 +113,6 @@ class WatchFanOut:
                 waiting = self._waiting.get(revision)
                 if waiting is not None and len(arrivals) >= self.expected and not waiting.done():
                     waiting.set_result(None)
-            if self._caught_up is not None and response.events:
-                self._check_caught_up()
 
     async def put_and_wait(self, connection: Connection, value: bytes, timeout: float):
         """Put the watched key; return (put response, put seconds, the acknowledgement's time.perf_counter(), seconds
@@ -148,24 +148,12 @@ class WatchFanOut:
         """Let the watchers catch up with the puts acknowledged here, for ``seconds`` at most, then cancel them.
 
         A watch is only judged on what it was due to receive while it was open. At a large fan-out the client takes
-        seconds to read what etcd already sent, so the events of the last puts may still be on their way: etcd's
-        progress notification, asked for on each stream, tells that every event up to its revision was sent before
-        it. What is undelivered at or below every stream's notified revision is missed; what is above is owed.
+        seconds to read what etcd already sent, so the events of the last puts may still be on their way: the
+        watchers are given until each undelivered put is either delivered or passed by a later event.
         """
         deadline = time.monotonic() + seconds
-        self._caught_up = asyncio.get_running_loop().create_future()
-        request = rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest())
-        while not self._is_caught_up() and time.monotonic() < deadline:
-            try:
-                # etcd answers only once the stream's watchers are synced: ask again until then
-                await asyncio.gather(*(call.write(request) for call in self._calls))
-            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                break  # a stream that ended: what it missed is not judged
-            try:
-                remaining = max(0.0, deadline - time.monotonic())
-                await asyncio.wait_for(asyncio.shield(self._caught_up), min(PROGRESS_ASK_SECONDS, remaining))
-            except asyncio.TimeoutError:
-                pass
+        while self._judge()[1] and time.monotonic() < deadline and not self._broken:
+            await asyncio.sleep(CATCH_UP_POLL_S)
         self.cancel()
 
     def _owed(self) -> dict[int, int]:
@@ -173,13 +161,19 @@ class WatchFanOut:
         was still waiting for its events."""
         return {revision: left for revision, left in self._undelivered.items() if revision not in self._waiting}
 
-    def _is_caught_up(self) -> bool:
+    def _judge(self) -> tuple[int, int]:
+        """(missed, owed) of the undelivered puts: a watcher that lacks a put's event and delivered a later revision
+        missed it; one still below the put's revision may yet deliver it."""
         owed = self._owed()
-        return not owed or min(self._progress) >= max(owed)
-
-    def _check_caught_up(self) -> None:
-        if self._caught_up is not None and not self._caught_up.done() and self._is_caught_up():
-            self._caught_up.set_result(None)
+        if not owed:
+            return 0, 0
+        reached = sorted(revision for latest in self._latest for revision in latest.values())
+        missed = 0
+        for revision, left in owed.items():
+            # watchers below the revision lack it and may still get it (a watcher without any event among them)
+            below = self.expected - (len(reached) - bisect.bisect_left(reached, revision))
+            missed += max(0, left - below)
+        return missed, sum(owed.values()) - missed
 
     def cancel(self) -> None:
         self._cancelled = True
@@ -188,14 +182,18 @@ class WatchFanOut:
         for reader in self._readers:
             reader.cancel()
         if self._counts is not None:
-            owed = self._owed()
-            # every stream was sent every event up to this revision; cancelled without ``close``, all of them
-            sent = min(self._progress) if self._caught_up is not None else max(owed, default=0)
-            missed = sum(left for revision, left in owed.items() if revision <= sent)
-            still_owed = sum(owed.values()) - missed
+            missed, still_owed = self._judge()
             if self._broken:
                 missed = 0  # a stream that ended misses what came after: told apart only by its count
             self._counts.add(
-                WatchCounts(self.expected, self._in_order, self._disordered, missed, self._broken, still_owed)
+                WatchCounts(
+                    watchers=self.expected,
+                    in_order=self._in_order,
+                    disordered=self._disordered,
+                    missed=missed,
+                    broken=self._broken,
+                    owed=still_owed,
+                    repeated=self._repeated,
+                )
             )
             self._counts = None

@@ -1,9 +1,11 @@
 """Prefix watchers on the bridge's loop thread: ``streams`` Watch streams of ``watchers`` watchers on one range.
 
 Each response costs a few attribute reads and dictionary updates: the events are counted, the lag of the last one
-kept, each watcher's revisions checked never to go back (the audit's order), and only when this process also writes
-are the events' arrival times kept to be matched to its puts. A slow stream sleeps ``delay`` seconds per event before it
-reads on, so etcd's buffers for it fill and its watchers fall behind, as a slow client's do.
+kept, each watcher's revisions checked never to go back, nor to repeat or split a revision at a response's start, nor
+to come after a progress notification that had passed them (the audit's watch guarantees), and only when this
+process also writes are the events' arrival times kept to be matched to its puts. A slow stream sleeps ``delay``
+seconds per event before it reads on, so etcd's buffers for it fill and its watchers fall behind, as a slow client's
+do.
 """
 
 import asyncio
@@ -35,7 +37,7 @@ class PrefixWatchers:
         self._counts = counts
         self._created = 0
         self._all_created = asyncio.get_running_loop().create_future()
-        self._in_order = self._disordered = self._broken = 0
+        self._in_order = self._disordered = self._split = self._repeated = self._ahead = self._broken = 0
         self._worst: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: watch id -> largest lag
         self._cancelled = False
         self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
@@ -65,6 +67,8 @@ class PrefixWatchers:
         tally = process.tally
         by_response = tally.by_response
         latest: dict[int, int] = {}  # watch id -> revision of its latest event
+        last_key: dict[int, bytes] = {}  # watch id -> key of its latest event
+        notified: dict[int, int] = {}  # watch id (-1: every watcher of the stream) -> its latest progress notification
         async for response in call:
             header_revision = response.header.revision
             if header_revision > process.newest:
@@ -85,6 +89,7 @@ class PrefixWatchers:
                         self._all_created.set_result(None)  # a watcher etcd refused is not waited for
                 elif not response.created:
                     tally.progress += 1
+                    notified[response.watch_id] = header_revision
                 continue
             count = len(events)
             now = time.time()
@@ -94,6 +99,17 @@ class PrefixWatchers:
             tally.events += count
             watch_id = response.watch_id
             previous = latest.get(watch_id, 0)
+            first = events[0].kv
+            if first.mod_revision == previous:  # the revision the previous response ended with
+                if first.key == last_key.get(watch_id):
+                    self._repeated += 1
+                    self._in_order -= 1  # which the loop below counts it as
+                else:
+                    self._split += 1  # a revision's events over two responses: not atomic
+            if notified:  # etcd had said every event up to its notification was sent
+                bound = max(notified.get(watch_id, 0), notified.get(-1, 0))
+                if first.mod_revision <= bound:
+                    self._ahead += sum(1 for event in events if event.kv.mod_revision <= bound)
             for event in events:
                 # a transaction's or a range delete's events share one revision: equal is in order
                 revision = event.kv.mod_revision
@@ -103,6 +119,7 @@ class PrefixWatchers:
                 else:
                     self._disordered += 1
             latest[watch_id] = previous
+            last_key[watch_id] = events[-1].kv.key
             lag = bucket(process.newest - previous)
             by_response[lag] = by_response.get(lag, 0) + 1
             if lag > worst.get(watch_id, -1):
@@ -130,6 +147,16 @@ class PrefixWatchers:
                 by_watcher[lag] = by_watcher.get(lag, 0) + 1
         self._process.live.discard(self)
         if self._counts is not None:
-            # which puts a prefix watcher should have seen is not known here: the order alone is judged
-            self._counts.add(WatchCounts(self.expected, self._in_order, self._disordered, 0, self._broken))
+            # which puts a prefix watcher should have seen is not known here: what it was delivered is judged
+            self._counts.add(
+                WatchCounts(
+                    watchers=self.expected,
+                    in_order=self._in_order,
+                    disordered=self._disordered,
+                    broken=self._broken,
+                    repeated=self._repeated,
+                    split=self._split,
+                    ahead=self._ahead,
+                )
+            )
             self._counts = None

@@ -2,6 +2,8 @@
 
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
 from etcd_users.audit.watch_counts import WatchCounts
@@ -105,7 +107,8 @@ def test_the_line_of_a_clean_run():
     assert not audit.failed
     assert audit.line() == (
         "audit: 3 members' HashKV equal at rev 1204551; 1,183,204 acknowledged writes, 0 lost; "
-        "3,120,556 watch events in order, 0 missed"
+        "3,120,556 watch events in order, 0 missed, 0 repeated, 0 out of order, 0 split, 0 behind a progress "
+        "notification"
     )
     assert audit.as_json()["exit_code"] == 0 and audit.error_lines() == []
 
@@ -205,6 +208,23 @@ def test_lost_writes_and_missed_watch_events_fail():
     assert lost.line() == "audit FAILED: 1 member's HashKV equal at rev 1204551; 10 acknowledged writes, 10 lost"
     missed = Audit([ProcessAudit("local", watches=WatchCounts(watchers=2, in_order=5, missed=1))], hashes(1))
     assert missed.failed and "1 acknowledged puts not delivered" in missed.error_lines()[0]
+
+
+@pytest.mark.parametrize("guarantee", ["repeated", "disordered", "split", "ahead"])
+def test_each_watch_guarantee_broken_fails_the_audit_with_its_count(guarantee):
+    watches = WatchCounts(watchers=2, in_order=5, **{guarantee: 3})
+    audit = Audit([ProcessAudit("local", watches=watches)], hashes(1))
+    assert audit.failed and audit.as_json()["exit_code"] == 4
+    assert audit.as_json()["processes"][0]["watches"][guarantee] == 3
+    shown = {"repeated": "3 repeated", "disordered": "3 out of order", "split": "3 split", "ahead": "3 behind a"}
+    assert shown[guarantee] in audit.line()
+    told = {
+        "repeated": "3 events delivered twice",
+        "disordered": "3 below the watcher's previous revision",
+        "split": "3 responses that split a revision's events",
+        "ahead": "3 events after a progress notification at or above their revision",
+    }
+    assert told[guarantee] in audit.error_lines()[0]
 
 
 def test_a_worker_s_report_comes_back_whole():

@@ -1,0 +1,183 @@
+"""The watch readers' own judging of etcd's responses, per guarantee: order and repeats; for prefix watchers, a
+revision split over two responses and progress notifications ahead of the events; for the fan-out, missed events and
+events still owed when the watchers close. etcd's responses are real ``WatchResponse`` messages fed to the streams'
+readers in the order a test chooses (the end-to-end tests in tests/e2e/test_audit.py and test_workloads.py run them
+against etcd)."""
+
+import asyncio
+
+from etcd3.etcdrpc import kv_pb2, rpc_pb2
+
+from etcd_users.audit.watch_counts import WatchCounts
+from etcd_users.transport.streams import WatchFanOut
+from etcd_users.watchers.state import ProcessWatchers
+from etcd_users.watchers.streams import PrefixWatchers
+
+KEY = b"/locust-etcd/0001"
+
+
+class Stream:
+    """One watch stream: the responses a test sends, the requests the fan-out wrote."""
+
+    def __init__(self) -> None:
+        self.responses: asyncio.Queue = asyncio.Queue()
+        self.written: list[rpc_pb2.WatchRequest] = []
+
+    async def write(self, request) -> None:
+        self.written.append(request)
+
+    def cancel(self) -> None:
+        self.responses.put_nowait(None)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        response = await self.responses.get()
+        if response is None:
+            raise StopAsyncIteration
+        return response
+
+
+class Connection:
+    def __init__(self, streams: int) -> None:
+        self.metadata = ()
+        self.streams = [Stream() for _ in range(streams)]
+        made = iter(self.streams)
+        self.watch = type("Watch", (), {"Watch": staticmethod(lambda metadata: next(made))})
+        self.revision = 10
+
+        async def put(request, timeout, metadata):
+            self.revision += 1
+            return rpc_pb2.PutResponse(header=rpc_pb2.ResponseHeader(revision=self.revision))
+
+        self.kv = type("KV", (), {"Put": staticmethod(put)})
+
+
+def created(watch_id: int) -> rpc_pb2.WatchResponse:
+    return rpc_pb2.WatchResponse(watch_id=watch_id, created=True)
+
+
+def event(watch_id: int, revision: int, *keys: bytes) -> rpc_pb2.WatchResponse:
+    """One response: an event of each key (KEY without any) at one revision, as a transaction's."""
+    kvs = [kv_pb2.KeyValue(key=key, mod_revision=revision) for key in keys or (KEY,)]
+    return rpc_pb2.WatchResponse(watch_id=watch_id, events=[kv_pb2.Event(type=kv_pb2.Event.PUT, kv=kv) for kv in kvs])
+
+
+def progress(revision: int) -> rpc_pb2.WatchResponse:
+    return rpc_pb2.WatchResponse(watch_id=-1, header=rpc_pb2.ResponseHeader(revision=revision))
+
+
+async def fan_out(streams: int, watchers: int) -> tuple[WatchFanOut, Connection, WatchCounts]:
+    connection, counts = Connection(streams), WatchCounts()
+    watch = WatchFanOut(connection, KEY, streams, watchers, counts)
+    for stream in connection.streams:
+        for watch_id in range(watchers):
+            stream.responses.put_nowait(created(watch_id))
+    await watch.start(timeout=1)
+    return watch, connection, counts
+
+
+async def settle() -> None:
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+def test_events_out_of_order_or_twice_are_counted_as_such():
+    async def scenario() -> WatchCounts:
+        watch, connection, counts = await fan_out(1, 2)
+        for response in (event(0, 12), event(0, 11), event(1, 12), event(1, 12)):
+            connection.streams[0].responses.put_nowait(response)
+        await settle()
+        watch.cancel()
+        return counts
+
+    counts = asyncio.run(scenario())
+    assert (counts.watchers, counts.in_order, counts.disordered, counts.repeated) == (2, 2, 1, 1)
+    assert counts.violations == 2
+
+
+def test_a_put_a_watcher_skipped_for_a_later_one_is_missed():
+    async def scenario() -> WatchCounts:
+        watch, connection, counts = await fan_out(2, 1)
+        put = asyncio.create_task(watch.put_and_wait(connection, b"v", 0.05))
+        await settle()
+        connection.streams[0].responses.put_nowait(event(0, 11))  # the other stream's watcher skips it
+        await put
+        await watch.put_and_wait(connection, b"v", 0.05)
+        for stream in connection.streams:
+            stream.responses.put_nowait(event(0, 12))
+        await watch.close(5)
+        return counts
+
+    counts = asyncio.run(scenario())
+    assert (counts.in_order, counts.missed, counts.owed, counts.violations) == (3, 1, 0, 1)
+
+
+def test_a_put_a_watcher_has_not_got_to_by_the_close_is_owed_not_missed():
+    async def scenario() -> tuple[WatchCounts, float]:
+        watch, connection, counts = await fan_out(2, 1)
+        put = asyncio.create_task(watch.put_and_wait(connection, b"v", 0.05))
+        await settle()
+        connection.streams[0].responses.put_nowait(event(0, 11))
+        await put
+        # etcd 3.5.1 answers a progress request at once, ahead of the events it has still to send (#15220)
+        connection.streams[1].responses.put_nowait(progress(11))
+        started = asyncio.get_running_loop().time()
+        await watch.close(0.3)
+        return counts, asyncio.get_running_loop().time() - started
+
+    counts, seconds = asyncio.run(scenario())
+    assert (counts.in_order, counts.missed, counts.owed, counts.violations) == (1, 0, 1, 0)
+    assert seconds >= 0.3  # waited for the watcher to the bound
+
+
+def test_events_that_arrive_while_the_watchers_catch_up_are_neither_missed_nor_owed():
+    async def scenario() -> tuple[WatchCounts, float]:
+        watch, connection, counts = await fan_out(1, 1)
+        await watch.put_and_wait(connection, b"v", 0.01)  # its event comes late
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.05, connection.streams[0].responses.put_nowait, event(0, 11))
+        started = loop.time()
+        await watch.close(60)
+        return counts, loop.time() - started
+
+    counts, seconds = asyncio.run(scenario())
+    assert (counts.in_order, counts.missed, counts.owed) == (1, 0, 0)
+    assert seconds < 60  # closed once caught up, not at the bound
+
+
+async def prefix_watchers(responses: list[rpc_pb2.WatchResponse]) -> WatchCounts:
+    """One stream of one prefix watcher (id 0) that receives ``responses``, then is cancelled."""
+    connection, counts = Connection(1), WatchCounts()
+    request = rpc_pb2.WatchCreateRequest(key=b"/locust-etcd/", range_end=b"/locust-etcd0")
+    watchers = PrefixWatchers(connection, request, 1, 1, [0.0], ProcessWatchers(), counts)
+    connection.streams[0].responses.put_nowait(created(0))
+    await watchers.start(timeout=1)
+    for response in responses:
+        connection.streams[0].responses.put_nowait(response)
+    await settle()
+    watchers.cancel()
+    return counts
+
+
+def test_a_prefix_watcher_delivered_what_etcd_promises_breaks_no_guarantee():
+    a, b = b"/locust-etcd/a", b"/locust-etcd/b"
+    responses = [event(0, 11, a, b), event(0, 12, a), progress(12), event(0, 13, b)]
+    counts = asyncio.run(prefix_watchers(responses))
+    assert (counts.watchers, counts.in_order, counts.violations) == (1, 4, 0)
+
+
+def test_a_prefix_watcher_counts_each_guarantee_broken():
+    a, b = b"/locust-etcd/a", b"/locust-etcd/b"
+    responses = [
+        event(0, 11, a),
+        event(0, 11, b),  # the rest of revision 11 in a response of its own: split
+        event(0, 11, b),  # its last event again: repeated
+        event(0, 10, a),  # below 11: out of order
+        progress(14),
+        event(0, 14, a),  # etcd had said every event up to 14 was sent: ahead
+    ]
+    counts = asyncio.run(prefix_watchers(responses))
+    assert (counts.split, counts.repeated, counts.disordered, counts.ahead) == (1, 1, 1, 1)
+    assert counts.in_order == 3 and counts.violations == 4
