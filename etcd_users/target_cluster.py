@@ -26,22 +26,16 @@ from etcd_users.local import (
     EtcdBinary,
     LocalCluster,
     choose_etcd_binary,
+    cluster_from_settings,
 )
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
-from etcd_users.settings.network import (
-    ELECTION_FLAG,
-    HEARTBEAT_FLAG,
-    PEER_RTT_FLAG,
-    timing_ms,
-    timing_warnings,
-)
+from etcd_users.settings.connection import LOCAL_BINARY_FLAG
+from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.pool import EndpointPool
 
 logger = logging.getLogger(__name__)
-
-LOCAL_BINARY_FLAG = "--etcd-local-binary"
 
 
 class TargetCluster:
@@ -87,21 +81,10 @@ class TargetCluster:
 
     def _start_local(self, settings: EtcdSettings) -> LocalCluster:
         members, enable_pprof = settings.local_members, settings.monitoring.local_pprof
-        binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
+        cluster, binary = cluster_from_settings(settings, members, enable_pprof=enable_pprof)
         # an unknown one is refused before any etcd starts
         upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, binary.path)
-        heartbeat, election = timing_ms(settings.local_heartbeat, settings.local_election)
-        for warning in timing_warnings(settings.local_peer_rtt, heartbeat, election):
-            logger.warning(warning)
-        cluster = LocalCluster(
-            members=members,
-            enable_pprof=enable_pprof,
-            binary=binary.path,
-            upgrade_binary=upgrade and upgrade.path,
-            peer_rtt=settings.local_peer_rtt,
-            heartbeat_ms=heartbeat,
-            election_ms=election,
-        )
+        cluster.upgrade_binary = upgrade and upgrade.path
         cluster.start()
         self.local = cluster
         logger.info(

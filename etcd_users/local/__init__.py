@@ -1,10 +1,11 @@
 """The throwaway local etcd the tool starts itself: 1 or 3 members on 127.0.0.1, for the embedded default and tests.
 
-``python -m etcd_users.local`` runs one until Ctrl-C (``__main__``). ``LocalCluster`` (``cluster``) composes the
-rest: the etcd binary, found or chosen (``binary``), free and kept ports (``ports``), each member's quota and
-compaction (``space``), TLS (``tls``), a member's addresses and flags (``member``), its process (``supervision``),
-what its HTTP listener (``probes``) and its log (``logs``) say, authentication (``auth``), and the peer proxy's
-process that delays or cuts the members' peer traffic (``peer_proxy``, driven through ``peer_links``).
+``python -m etcd_users.local`` runs one until Ctrl-C (``__main__``); ``cluster_from_settings`` builds the one a run's
+settings ask for. ``LocalCluster`` (``cluster``) composes the rest: the etcd binary, found or chosen (``binary``), free
+and kept ports (``ports``), each member's quota and compaction (``space``), TLS (``tls``), a member's addresses and
+flags (``member``), its process (``supervision``), what its HTTP listener (``probes``) and its log (``logs``) say,
+authentication (``auth``), and the peer proxy's process that delays or cuts the members' peer traffic (``peer_proxy``,
+driven through ``peer_links``).
 """
 
 from etcd_users.local.binary import (
@@ -14,7 +15,7 @@ from etcd_users.local.binary import (
     find_etcd_binary,
     found_binaries,
 )
-from etcd_users.local.cluster import LocalCluster
+from etcd_users.local.cluster import LocalCluster, cluster_from_settings
 from etcd_users.local.errors import ClusterError
 from etcd_users.local.member import ELECTION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS
 from etcd_users.local.ports import PORTS_FILE
@@ -36,6 +37,7 @@ __all__ = [
     "EtcdBinary",
     "LocalCluster",
     "choose_etcd_binary",
+    "cluster_from_settings",
     "find_etcd_binary",
     "found_binaries",
     "fitting_quota",

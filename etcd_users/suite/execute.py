@@ -30,9 +30,8 @@ from etcd_users.files import (
     SUITE_RUNNING,
     SUITE_SCHEMA_VERSION,
 )
-from etcd_users.local import ClusterError, LocalCluster, choose_etcd_binary, find_etcd_binary
+from etcd_users.local import ClusterError, LocalCluster, cluster_from_settings, find_etcd_binary
 from etcd_users.local.ports import free_ports
-from etcd_users.settings.network import timing_ms
 from etcd_users.suite.plan import (
     Combination,
     PlannedRun,
@@ -54,19 +53,11 @@ POLL_SECONDS = 0.1
 
 def local_cluster(suite: Suite, combo: Combination) -> LocalCluster:
     """The local etcd of one run, not started: the suite's members and etcd_args, and the combination's
-    LOCAL_CLUSTER_OPTIONS (its binary, and the members' network through the peer proxy)."""
+    LOCAL_CLUSTER_OPTIONS (its binary, and the members' network through the peer proxy, with a warning logged where
+    raft's timing is below etcd's tuning guide for the round trip)."""
     settings = combination_settings(suite, combo)  # checked when the suite was read
-    heartbeat, election = timing_ms(settings.local_heartbeat, settings.local_election)
-    binary = choose_etcd_binary(settings.local_binary, "--etcd-local-binary") if settings.local_binary.strip() else None
-    return LocalCluster(
-        combo.members,
-        extra_args=suite.etcd_args,
-        name=f"suite-{os.getpid()}",
-        binary=binary and binary.path,
-        peer_rtt=settings.local_peer_rtt,
-        heartbeat_ms=heartbeat,
-        election_ms=election,
-    )
+    cluster, _ = cluster_from_settings(settings, combo.members, extra_args=suite.etcd_args, name=f"suite-{os.getpid()}")
+    return cluster
 
 
 @dataclass
