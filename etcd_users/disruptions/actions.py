@@ -2,8 +2,8 @@
 to the local etcd's processes. Each returns the members it acted on and one line of what happened.
 
 Roles are resolved when the action starts, from each member's Status: the leader is the member every answering
-member names; a follower is one that answers and is not it. A member that does not answer (killed, frozen) is no
-follower to act on.
+member names (``agreed_leader``, which a partition's window also polls); a follower is one that answers and is not it.
+A member that does not answer (killed, frozen) is no follower to act on.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -44,13 +44,24 @@ class Done:
             self.started_at = time.time()
 
 
-def leader_of(statuses: list[MemberStatus]) -> MemberStatus:
+def agreed_leader(statuses: list[MemberStatus]) -> MemberStatus | None:
+    """The member every answering member names as leader, when it answers too; None while they disagree, or one of
+    them names none (it is in an election, or cut off from the others)."""
     answering = [s for s in statuses if s.error is None]
-    leaders = {s.leader_id for s in answering if s.leader_id}
-    for status in answering:
-        if len(leaders) == 1 and status.member_id in leaders:
-            return status
-    raise ActionError(f"no leader that every answering member agrees on ({len(answering)} of {len(statuses)} answer)")
+    named = {s.leader_id for s in answering}
+    if len(named) != 1:
+        return None
+    leader = named.pop()
+    return next((s for s in answering if leader and s.member_id == leader), None)
+
+
+def leader_of(statuses: list[MemberStatus]) -> MemberStatus:
+    """``agreed_leader``, or ActionError when there is none: an action on the leader waits for no election."""
+    leader = agreed_leader(statuses)
+    if leader is None:
+        answering = sum(s.error is None for s in statuses)
+        raise ActionError(f"no leader that every answering member agrees on ({answering} of {len(statuses)} answer)")
+    return leader
 
 
 def _followers(statuses: list[MemberStatus]) -> list[MemberStatus]:

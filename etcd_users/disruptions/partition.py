@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import gevent
 
-from etcd_users.disruptions.actions import Done, member_statuses, resolve
+from etcd_users.disruptions.actions import Done, agreed_leader, member_statuses, resolve
 from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import LocalCluster
 from etcd_users.transport.errors import EndpointError
@@ -32,9 +32,9 @@ def partition(cluster: LocalCluster, statuses: list[MemberStatus], disruption: D
     url = status.endpoint.url
     index = cluster.endpoints.index(url)
     done.members = [url]
-    urls = {s.member_id: s.endpoint.url for s in statuses if s.member_id}
-    before = agreed_leader(statuses)
-    step = {"member": url, "leader_before": urls.get(before), "term_before": _term(statuses)}
+    leader = agreed_leader(statuses)
+    before = leader.member_id if leader else None
+    step = {"member": url, "leader_before": leader and leader.endpoint.url, "term_before": _term(statuses)}
     done.steps.append(step)
     cut, watcher = False, None
     try:
@@ -42,13 +42,13 @@ def partition(cluster: LocalCluster, statuses: list[MemberStatus], disruption: D
         began = time.perf_counter()
         cluster.blackhole_member(index)
         cut = True
-        watcher = gevent.spawn(_leaders_during, call, urls, status.member_id, before, began, step)
+        watcher = gevent.spawn(_leaders_during, call, status.member_id, before, began, step)
         gevent.sleep(disruption.duration)
         watcher.kill()
         back = time.perf_counter()
         cluster.heal_member(index)
         cut = False
-        _leader_after(call, urls, back, step)
+        _leader_after(call, back, step)
         done.result = f"{url} cut off from its peers for {back - began:.2f} s; {leadership(step)}"
     finally:
         if watcher is not None:  # the run stops: no poll outlives the master's connections
@@ -57,23 +57,11 @@ def partition(cluster: LocalCluster, statuses: list[MemberStatus], disruption: D
             cluster.heal_member(index)
 
 
-def agreed_leader(statuses: list[MemberStatus]) -> int | None:
-    """The member ID every answering member names as leader, when they all name the same one and it answers too."""
-    answering = [s for s in statuses if s.error is None]
-    named = {s.leader_id for s in answering}
-    if len(named) != 1 or not answering:
-        return None
-    leader = named.pop()
-    return leader if leader and any(s.member_id == leader for s in answering) else None
-
-
 def _term(statuses: list[MemberStatus]) -> int | None:
     return max((s.raft_term for s in statuses if s.error is None), default=None)
 
 
-def _leaders_during(
-    call: Callable, urls: dict[int, str], cut_id: int | None, before: int | None, began: float, step: dict
-) -> None:
+def _leaders_during(call: Callable, cut_id: int | None, before: int | None, began: float, step: dict) -> None:
     """Until killed: the leader the members other than the cut one agree on, and when they first agreed on a new one."""
     while True:
         try:
@@ -83,13 +71,13 @@ def _leaders_during(
         others = [s for s in statuses if s.member_id != cut_id]
         leader = agreed_leader(others)
         if leader is not None:
-            step["leader_during"], step["term_during"] = urls.get(leader, f"{leader:x}"), _term(others)
-            if leader != before and "elected_after_s" not in step:
+            step["leader_during"], step["term_during"] = leader.endpoint.url, _term(others)
+            if leader.member_id != before and "elected_after_s" not in step:
                 step["elected_after_s"] = round(time.perf_counter() - began, 3)
         gevent.sleep(POLL_S)
 
 
-def _leader_after(call: Callable, urls: dict[int, str], healed: float, step: dict) -> None:
+def _leader_after(call: Callable, healed: float, step: dict) -> None:
     """The leader once every member answers and names it, up to SETTLE_S after the heal."""
     while time.perf_counter() - healed < SETTLE_S:
         try:
@@ -99,7 +87,7 @@ def _leader_after(call: Callable, urls: dict[int, str], healed: float, step: dic
             continue
         leader = agreed_leader(statuses)
         if leader is not None and all(s.error is None for s in statuses):
-            step["leader_after"], step["term_after"] = urls.get(leader, f"{leader:x}"), _term(statuses)
+            step["leader_after"], step["term_after"] = leader.endpoint.url, _term(statuses)
             step["settled_after_s"] = round(time.perf_counter() - healed, 3)
             return
         gevent.sleep(POLL_S)

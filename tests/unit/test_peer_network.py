@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from etcd_users.disruptions.partition import agreed_leader, leadership
+from etcd_users.disruptions.actions import ActionError, agreed_leader, leader_of
+from etcd_users.disruptions.partition import leadership
 from etcd_users.local import ClusterError
 from etcd_users.local.peer_links import PROXY_SCRIPT, PeerLinks
 from etcd_users.settings import Endpoint, SettingsError
@@ -219,12 +220,19 @@ def _status(member_id: int, leader_id: int | None, term: int = 2, error: str | N
 
 
 def test_a_leader_is_agreed_only_when_every_answering_member_names_one_that_answers():
-    assert agreed_leader([_status(1, 1), _status(2, 1), _status(3, 1)]) == 1
-    assert agreed_leader([_status(1, 1), _status(2, 1), _status(3, None, error="DEADLINE_EXCEEDED")]) == 1
+    assert agreed_leader([_status(1, 1), _status(2, 1), _status(3, 1)]) == _status(1, 1)
+    assert agreed_leader([_status(1, 1), _status(2, 1), _status(3, None, error="DEADLINE_EXCEEDED")]) == _status(1, 1)
     assert agreed_leader([_status(1, 1), _status(2, 2)]) is None  # they disagree
     assert agreed_leader([_status(2, 1), _status(3, 1)]) is None  # the leader they name is not among them (cut off)
     assert agreed_leader([_status(2, 0), _status(3, 0)]) is None  # no leader (an election)
+    assert agreed_leader([_status(1, 1), _status(2, 1), _status(3, 0)]) is None  # one in an election, or cut off
     assert agreed_leader([]) is None
+
+
+def test_an_action_on_the_leader_is_refused_while_the_members_do_not_agree_on_one():
+    assert leader_of([_status(1, 1), _status(2, 1)]) == _status(1, 1)
+    with pytest.raises(ActionError, match=r"no leader that every answering member agrees on \(3 of 3 answer\)"):
+        leader_of([_status(1, 1), _status(2, 1), _status(3, 0)])
 
 
 def test_a_partitions_leadership_is_told_in_one_line():
