@@ -10,8 +10,9 @@ same new leader.
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import gevent
 
@@ -61,36 +62,44 @@ def _term(statuses: list[MemberStatus]) -> int | None:
     return max((s.raft_term for s in statuses if s.error is None), default=None)
 
 
-def _leaders_during(call: Callable, cut_id: int | None, before: int | None, began: float, step: dict) -> None:
-    """Until killed: the leader the members other than the cut one agree on, and when they first agreed on a new one."""
-    while True:
+def _polled_statuses(call: Callable, until: float = math.inf) -> Iterator[list[MemberStatus] | None]:
+    """The members' Status answers every POLL_S, until ``until`` (``time.perf_counter``) or the caller stops; None for
+    a poll no member answered. The run's end (RuntimeError from ``call``) reaches the caller."""
+    while time.perf_counter() < until:
         try:
             statuses = call(member_statuses)
-        except (EndpointError, RuntimeError):  # no member answers, or the run stopped: the window keeps what it saw
-            return
-        others = [s for s in statuses if s.member_id != cut_id]
-        leader = agreed_leader(others)
-        if leader is not None:
-            step["leader_during"], step["term_during"] = leader.endpoint.url, _term(others)
-            if leader.member_id != before and "elected_after_s" not in step:
-                step["elected_after_s"] = round(time.perf_counter() - began, 3)
+        except EndpointError:
+            statuses = None
+        yield statuses
         gevent.sleep(POLL_S)
+
+
+def _leaders_during(call: Callable, cut_id: int | None, before: int | None, began: float, step: dict) -> None:
+    """Until killed: the leader the members other than the cut one agree on, and when they first agreed on a new one."""
+    try:
+        for statuses in _polled_statuses(call):
+            if statuses is None:  # no member answers: the window keeps what it saw
+                return
+            others = [s for s in statuses if s.member_id != cut_id]
+            leader = agreed_leader(others)
+            if leader is not None:
+                step["leader_during"], step["term_during"] = leader.endpoint.url, _term(others)
+                if leader.member_id != before and "elected_after_s" not in step:
+                    step["elected_after_s"] = round(time.perf_counter() - began, 3)
+    except RuntimeError:  # the run stopped: the window keeps what it saw
+        return
 
 
 def _leader_after(call: Callable, healed: float, step: dict) -> None:
     """The leader once every member answers and names it, up to SETTLE_S after the heal."""
-    while time.perf_counter() - healed < SETTLE_S:
-        try:
-            statuses = call(member_statuses)
-        except EndpointError:  # no member answers yet
-            gevent.sleep(POLL_S)
+    for statuses in _polled_statuses(call, until=healed + SETTLE_S):
+        if statuses is None:  # no member answers yet
             continue
         leader = agreed_leader(statuses)
         if leader is not None and all(s.error is None for s in statuses):
             step["leader_after"], step["term_after"] = leader.endpoint.url, _term(statuses)
             step["settled_after_s"] = round(time.perf_counter() - healed, 3)
             return
-        gevent.sleep(POLL_S)
 
 
 def leadership(step: dict) -> str:

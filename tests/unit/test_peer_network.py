@@ -10,12 +10,14 @@ import time
 
 import pytest
 
+from etcd_users.disruptions import partition
 from etcd_users.disruptions.actions import ActionError, agreed_leader, leader_of
 from etcd_users.disruptions.partition import leadership
 from etcd_users.local import ClusterError
 from etcd_users.local.peer_links import PROXY_SCRIPT, PeerLinks
 from etcd_users.settings import Endpoint, SettingsError
 from etcd_users.settings.network import PeerRtt, parse_peer_rtt, timing_ms, timing_warnings
+from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import MemberStatus
 
 FLAG = "--etcd-local-peer-rtt"
@@ -255,3 +257,44 @@ def test_a_partitions_leadership_is_told_in_one_line():
         "leader http://a before (term 2), http://a kept the lead during the cut, no leader agreed on by every member "
         "10 s after the heal"
     )
+
+
+def _answers(*polls):
+    """A stand-in for the runner's ``call``: each poll's Status answers in turn, or the error it raises."""
+    answers = iter(polls)
+
+    def call(_member_statuses):
+        answer = next(answers)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    return call
+
+
+def test_a_cut_is_polled_until_no_member_answers_and_the_others_first_agreeing_on_a_new_leader_is_timed(monkeypatch):
+    monkeypatch.setattr(partition, "POLL_S", 0.0)
+    election = [_status(1, 0), _status(2, 0), _status(3, 3)]  # 3 is cut off and still names itself
+    elected = [_status(1, 1, term=3), _status(2, 1, term=3), _status(3, 3)]
+    step = {}
+    call = _answers(election, elected, elected, EndpointError("no member answers"))
+    partition._leaders_during(call, cut_id=3, before=3, began=time.perf_counter(), step=step)
+    assert step["leader_during"] == _status(1, 1).endpoint.url and step["term_during"] == 3
+    assert step["elected_after_s"] >= 0
+    step = {}
+    partition._leaders_during(_answers(RuntimeError("the run stopped")), cut_id=3, before=3, began=0.0, step=step)
+    assert step == {}
+
+
+def test_the_leader_after_a_heal_is_the_first_every_member_answers_and_names(monkeypatch):
+    monkeypatch.setattr(partition, "POLL_S", 0.0)
+    rejoining = [_status(1, 1), _status(2, 1), _status(3, 0)]
+    settled = [_status(1, 1), _status(2, 1), _status(3, 1)]
+    step = {}
+    call = _answers(EndpointError("no member answers yet"), rejoining, settled)
+    partition._leader_after(call, healed=time.perf_counter(), step=step)
+    assert step["leader_after"] == _status(1, 1).endpoint.url and step["settled_after_s"] >= 0
+    step = {}
+    monkeypatch.setattr(partition, "SETTLE_S", 0.0)
+    partition._leader_after(_answers(), healed=time.perf_counter(), step=step)  # past SETTLE_S: no poll at all
+    assert step == {}
