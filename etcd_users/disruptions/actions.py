@@ -2,7 +2,8 @@
 to the local etcd's processes. Each returns the members it acted on and one line of what happened.
 
 Roles are resolved when the action starts, from each member's Status: the leader is the member every answering
-member names (``agreed_leader``, which a partition's window also polls); a follower is one that answers and is not it.
+member that names one names (``agreed_leader``, which a partition's window polls with every answering member naming
+it); a follower is one that answers and is not it.
 A member that does not answer (killed, frozen) is no follower to act on.
 """
 
@@ -44,11 +45,11 @@ class Done:
             self.started_at = time.time()
 
 
-def agreed_leader(statuses: list[MemberStatus]) -> MemberStatus | None:
-    """The member every answering member names as leader, when it answers too; None while they disagree, or one of
-    them names none (it is in an election, or cut off from the others)."""
+def agreed_leader(statuses: list[MemberStatus], everyone: bool = True) -> MemberStatus | None:
+    """The member every answering member names as leader, when it answers too; None while they disagree. A member
+    that names none (in an election, or cut off from the others) disagrees, unless not ``everyone`` need name it."""
     answering = [s for s in statuses if s.error is None]
-    named = {s.leader_id for s in answering}
+    named = {s.leader_id for s in answering if everyone or s.leader_id}
     if len(named) != 1:
         return None
     leader = named.pop()
@@ -56,8 +57,9 @@ def agreed_leader(statuses: list[MemberStatus]) -> MemberStatus | None:
 
 
 def leader_of(statuses: list[MemberStatus]) -> MemberStatus:
-    """``agreed_leader``, or ActionError when there is none: an action on the leader waits for no election."""
-    leader = agreed_leader(statuses)
+    """The leader the members that name one agree on, or ActionError: an action on the leader waits for no election,
+    and a member cut off or in an election of its own does not stop an action on the others' leader."""
+    leader = agreed_leader(statuses, everyone=False)
     if leader is None:
         answering = sum(s.error is None for s in statuses)
         raise ActionError(f"no leader that every answering member agrees on ({answering} of {len(statuses)} answer)")

@@ -233,8 +233,12 @@ def test_a_leader_is_agreed_only_when_every_answering_member_names_one_that_answ
 
 def test_an_action_on_the_leader_is_refused_while_the_members_do_not_agree_on_one():
     assert leader_of([_status(1, 1), _status(2, 1)]) == _status(1, 1)
+    # a member cut off, or in an election of its own, names none: the others' leader is acted on
+    assert leader_of([_status(1, 1), _status(2, 1), _status(3, 0)]) == _status(1, 1)
     with pytest.raises(ActionError, match=r"no leader that every answering member agrees on \(3 of 3 answer\)"):
-        leader_of([_status(1, 1), _status(2, 1), _status(3, 0)])
+        leader_of([_status(1, 1), _status(2, 2), _status(3, 0)])
+    with pytest.raises(ActionError, match=r"\(2 of 2 answer\)"):
+        leader_of([_status(2, 0), _status(3, 0)])
 
 
 def test_a_partitions_leadership_is_told_in_one_line():
