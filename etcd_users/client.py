@@ -66,7 +66,6 @@ class EtcdClient:
         self.intended_start: float | None = None
         self._keep_alive: KeepAliveStream | None = None
         self._watch: WatchFanOut | None = None
-        self._watch_connection = None
         self._random = random.Random().random
         self._acknowledged = 0.0  # time.perf_counter() at the last call's status, on the loop thread
         self._failure = ""  # the error label of the last call that failed
@@ -398,10 +397,10 @@ class EtcdClient:
                 settings.watchers_per_stream,
                 settings.timeout,
                 counts,
+                session.pool.another_connection,
             )
-            self._watch_connection = connection
         outcome, error, seconds, ended = session.bridge.call(
-            self._watch.put_and_wait, self._watch_connection, value, settings.timeout
+            self._watch.put_and_wait, session.pool.next_connection(), value, settings.timeout
         )
         if error is not None:
             return self._report("put", None, error, seconds, ended)
@@ -567,8 +566,8 @@ def _deletes(request: rpc_pb2.TxnRequest) -> bool:
 
 
 async def _open_watch(
-    connection, key: bytes, streams: int, watchers: int, timeout: float, counts: WatchCounts | None
+    connection, key: bytes, streams: int, watchers: int, timeout: float, counts: WatchCounts | None, reopen
 ) -> WatchFanOut:
-    fan_out = WatchFanOut(connection, key, streams, watchers, counts)
+    fan_out = WatchFanOut(connection, key, streams, watchers, counts, reopen)
     await fan_out.start(timeout)
     return fan_out

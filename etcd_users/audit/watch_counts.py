@@ -14,7 +14,7 @@ class WatchCounts:
     in_order: int = 0  # events whose revision is above the watcher's previous one (or a transaction's next event)
     disordered: int = 0  # events whose revision is below the watcher's previous one: out of order
     missed: int = 0  # (acknowledged put, watcher) pairs never delivered before the watch was cancelled
-    broken: int = 0  # streams that ended before they were cancelled (an error, etcd's cancel): their misses not judged
+    broken: int = 0  # watchers etcd cancelled (a compaction of the revision they were at): their misses not judged
     # (acknowledged put, watcher) pairs still on their way when the watchers closed: etcd had not confirmed sending
     # them within the time given to catch up (a client too busy to read its streams); not judged
     owed: int = 0
@@ -23,6 +23,7 @@ class WatchCounts:
     # events that came after a progress notification of their stream or watcher at or above their revision: etcd
     # had said every event up to it was sent
     ahead: int = 0
+    resumed: int = 0  # streams that broke and were opened again, each watcher from the revision after its last event
 
     def add(self, other: WatchCounts) -> None:
         for field in fields(self):
@@ -41,8 +42,10 @@ class WatchCounts:
             f"{self.in_order:,} watch events in order, {self.missed:,} missed, {self.repeated:,} repeated, "
             f"{self.disordered:,} out of order, {self.split:,} split, {self.ahead:,} behind a progress notification"
         )
+        if self.resumed:
+            text += f" ({self.resumed:,} streams resumed after they broke)"
         if self.broken:
-            text += f" ({self.broken:,} streams ended early, not judged)"
+            text += f" ({self.broken:,} watchers cancelled by etcd, not judged)"
         if self.owed:
             text += f" ({self.owed:,} still on their way when the watchers closed, not judged)"
         return text

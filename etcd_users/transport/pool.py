@@ -125,6 +125,7 @@ class EndpointPool:
         self.outage_started: float | None = None
         self.stall_seconds = min(STALL_SECONDS, settings.timeout / 2)
         self._next_connection = None
+        self._reopened = 0  # streams opened again on another member: which one is next
         self._rediscovery: asyncio.Task | None = None
         self._recheck: asyncio.TimerHandle | None = None
         self._watchdog: asyncio.TimerHandle | None = None
@@ -369,6 +370,17 @@ class EndpointPool:
 
     def next_connection(self) -> Connection:
         return self._next_connection()
+
+    def another_connection(self, than: Connection) -> Connection:
+        """A connection to a member other than ``than``'s, among those not left out as dead, for a stream that broke to
+        open again on; ``than`` when there is no other. Any thread: it neither waits nor asks etcd."""
+        others = [group for endpoint, group in self.connections.items() if endpoint != than.endpoint]
+        others = [group for group in others if group[0].endpoint not in self.dead] or others
+        if not others:
+            return than
+        self._reopened += 1
+        group = others[self._reopened % len(others)]
+        return group[self._reopened // len(others) % len(group)]
 
     def begin_outage(self, label: str) -> None:
         if self.outage_started is None:

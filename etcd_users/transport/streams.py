@@ -8,6 +8,7 @@ import asyncio
 import bisect
 import collections
 import time
+from collections.abc import Callable
 
 import grpc
 from etcd3.etcdrpc import rpc_pb2
@@ -16,6 +17,8 @@ from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.pool import Connection
 
 CATCH_UP_POLL_S = 0.05  # how often ``close`` looks whether the watchers have caught up
+REOPEN_BACKOFF_S = 0.1  # the first wait before a broken watch stream is opened again; it doubles while it fails
+REOPEN_BACKOFF_MAX_S = 1.0
 
 
 class KeepAliveStream:
@@ -45,14 +48,26 @@ class WatchFanOut:
     watcher skipped while it delivered a later one of the key is missed for certain. One it has not got to yet may
     still come: owed, not judged. etcd's progress notifications are not used to tell them apart: before 3.4.25 and
     3.5.8 etcd answers a progress request ahead of the events it has still to send (etcd issue #15220).
+
+    A stream that breaks (its member killed, cut off, or gone) is opened again on another member (``reopen``), each
+    of its watchers from the revision after the last one it delivered, as etcd's own client resumes a watch: a watch
+    must then miss nothing and repeat nothing across the break.
     """
 
     def __init__(
-        self, connection: Connection, key: bytes, streams: int, watchers: int, counts: WatchCounts | None = None
+        self,
+        connection: Connection,
+        key: bytes,
+        streams: int,
+        watchers: int,
+        counts: WatchCounts | None = None,
+        reopen: Callable[[Connection], Connection] | None = None,
     ) -> None:
         self.key = key
         self.expected = streams * watchers
+        self._connections = [connection] * streams
         self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
+        self._reopen = reopen or (lambda broken: broken)
         self._watchers = watchers
         self._arrivals: dict[int, list[float]] = collections.defaultdict(list)
         self._waiting: dict[int, asyncio.Future] = {}
@@ -62,41 +77,74 @@ class WatchFanOut:
         self._in_order = self._disordered = self._repeated = self._broken = 0
         self._cancelled = False
         self._undelivered: dict[int, int] = {}  # revision of an acknowledged put -> watchers still to deliver it
-        self._latest: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: watch id -> latest revision
+        # per stream, per watcher (in the order it was created): the revision of its latest event
+        self._latest = [[0] * watchers for _ in range(streams)]
+        self._slots: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: etcd's watch id -> watcher
+        self._opened_at = [0] * streams  # the revision a stream's watchers were created at: they watch from after it
+        self._reopened = [0] * streams  # times each stream broke and was opened again
         loop = asyncio.get_running_loop()
-        self._readers = [loop.create_task(self._read(call, index)) for index, call in enumerate(self._calls)]
+        self._readers = [loop.create_task(self._read(index)) for index in range(streams)]
 
     async def start(self, timeout: float) -> None:
         """Create every watcher and wait until etcd confirms them all."""
-        request = rpc_pb2.WatchRequest(create_request=rpc_pb2.WatchCreateRequest(key=self.key))
-        for call in self._calls:
-            for _ in range(self._watchers):
-                await call.write(request)
+        for stream, call in enumerate(self._calls):
+            await self._create(call, stream)
         await asyncio.wait_for(asyncio.shield(self._all_created), timeout)
 
-    async def _read(self, call, stream: int) -> None:
-        try:
-            await self._read_events(call, stream)
-        finally:
-            if not self._cancelled:
-                self._broken += 1
+    async def _create(self, call, stream: int) -> None:
+        """The stream's watchers, in their order: each from the revision after its latest event (or the stream's
+        creation), so that a stream opened again goes on where it broke."""
+        self._slots[stream] = {}
+        for latest in self._latest[stream]:
+            start = max(latest, self._opened_at[stream]) + 1 if self._opened_at[stream] else 0
+            create = rpc_pb2.WatchCreateRequest(key=self.key, start_revision=start)
+            await call.write(rpc_pb2.WatchRequest(create_request=create))
+
+    async def _read(self, stream: int) -> None:
+        backoff = REOPEN_BACKOFF_S
+        while True:
+            try:
+                await self._read_events(self._calls[stream], stream)
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                pass  # the stream broke: opened again below
+            if self._cancelled:
+                return
+            await asyncio.sleep(backoff)  # a member that refuses at once is not asked again in a busy loop
+            backoff = min(2 * backoff, REOPEN_BACKOFF_MAX_S)
+            connection = self._connections[stream] = self._reopen(self._connections[stream])
+            call = self._calls[stream] = connection.watch.Watch(metadata=connection.metadata)
+            try:
+                await self._create(call, stream)
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                continue  # read, and fail, once more: then the next member
+            self._reopened[stream] += 1
+            backoff = REOPEN_BACKOFF_S
 
     async def _read_events(self, call, stream: int) -> None:
-        latest = self._latest[stream]
+        latest, slots = self._latest[stream], self._slots[stream]
         undelivered = self._undelivered
         async for response in call:
             now = time.perf_counter()
             if response.canceled:
                 self._broken += 1  # etcd ended a watcher (a compaction, a lost leader): what it missed is not judged
             if response.created:
-                self._created += 1
-                if self._created == self.expected and not self._all_created.done():
-                    self._all_created.set_result(None)
+                slots = self._slots[stream]  # a stream opened again numbers its watchers anew
+                slots[response.watch_id] = len(slots)
+                self._opened_at[stream] = self._opened_at[stream] or response.header.revision
+                if not self._reopened[stream]:  # a watcher created again is not another watcher
+                    self._created += 1
+                    if self._created == self.expected and not self._all_created.done():
+                        self._all_created.set_result(None)
+            if not response.events:
+                continue
+            slot = slots.get(response.watch_id)
+            if slot is None:
+                continue  # a watcher of a stream's earlier life
             for event in response.events:
                 revision = event.kv.mod_revision
-                previous = latest.get(response.watch_id, 0)
+                previous = latest[slot]
                 if revision > previous:
-                    latest[response.watch_id] = revision
+                    latest[slot] = revision
                     self._in_order += 1
                     left = undelivered.get(revision)
                     if left is not None:
@@ -167,11 +215,10 @@ class WatchFanOut:
         owed = self._owed()
         if not owed:
             return 0, 0
-        reached = sorted(revision for latest in self._latest for revision in latest.values())
+        reached = sorted(revision for latest in self._latest for revision in latest)
         missed = 0
         for revision, left in owed.items():
-            # watchers below the revision lack it and may still get it (a watcher without any event among them)
-            below = self.expected - (len(reached) - bisect.bisect_left(reached, revision))
+            below = bisect.bisect_left(reached, revision)  # watchers below it lack it and may still get it
             missed += max(0, left - below)
         return missed, sum(owed.values()) - missed
 
@@ -194,6 +241,7 @@ class WatchFanOut:
                     broken=self._broken,
                     owed=still_owed,
                     repeated=self._repeated,
+                    resumed=sum(self._reopened),
                 )
             )
             self._counts = None

@@ -105,7 +105,14 @@ async def _open(session, process: ProcessWatchers, counts) -> PrefixWatchers:
         delays.append(watch.consume_delay if slow else 0.0)
         process.streams += 1
     watchers = PrefixWatchers(
-        connection, request, settings.watch_streams, settings.watchers_per_stream, delays, process, counts
+        connection,
+        request,
+        settings.watch_streams,
+        settings.watchers_per_stream,
+        delays,
+        process,
+        counts,
+        session.pool.another_connection,
     )
     try:
         await watchers.start(settings.timeout)

@@ -5,16 +5,20 @@ kept, each watcher's revisions checked never to go back, nor to repeat or split 
 to come after a progress notification that had passed them (the audit's watch guarantees), and only when this
 process also writes are the events' arrival times kept to be matched to its puts. A slow stream sleeps ``delay``
 seconds per event before it reads on, so etcd's buffers for it fill and its watchers fall behind, as a slow client's
-do.
+do. A stream that breaks is opened again on another member, each watcher from the revision after its latest event,
+as ``transport.streams.WatchFanOut``'s are.
 """
 
 import asyncio
 import time
+from collections.abc import Callable
 
+import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.pool import Connection
+from etcd_users.transport.streams import REOPEN_BACKOFF_MAX_S, REOPEN_BACKOFF_S
 from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.tally import bucket, cancel_label
 
@@ -29,45 +33,76 @@ class PrefixWatchers:
         delays: list[float],
         process: ProcessWatchers,
         counts: WatchCounts | None = None,
+        reopen: Callable[[Connection], Connection] | None = None,
     ) -> None:
         self.expected = streams * watchers
-        self._request = rpc_pb2.WatchRequest(create_request=request)
+        self._request = request
         self._watchers = watchers
         self._process = process
         self._counts = counts
         self._created = 0
         self._all_created = asyncio.get_running_loop().create_future()
         self._in_order = self._disordered = self._split = self._repeated = self._ahead = self._broken = 0
-        self._worst: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: watch id -> largest lag
         self._cancelled = False
+        self._reopen = reopen or (lambda broken: broken)
+        self._connections = [connection] * streams
         self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
+        # per stream, per watcher (in the order it was created): its latest event's revision and key, its largest lag
+        self._latest = [[0] * watchers for _ in range(streams)]
+        self._last_key = [[b""] * watchers for _ in range(streams)]
+        self._worst: list[dict[int, int]] = [{} for _ in range(streams)]
+        self._slots: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: etcd's watch id -> watcher
+        self._opened_at = [0] * streams  # the revision a stream's watchers were created at
+        self._reopened = [0] * streams  # times each stream broke and was opened again
         loop = asyncio.get_running_loop()
-        self._readers = [
-            loop.create_task(self._read(call, delay, worst))
-            for call, delay, worst in zip(self._calls, delays, self._worst, strict=True)
-        ]
+        self._readers = [loop.create_task(self._read(stream, delay)) for stream, delay in enumerate(delays)]
         process.live.add(self)
 
     async def start(self, timeout: float) -> None:
         """Create every watcher and wait until etcd confirms them all."""
-        for call in self._calls:
-            for _ in range(self._watchers):
-                await call.write(self._request)
+        for stream, call in enumerate(self._calls):
+            await self._create(call, stream)
         await asyncio.wait_for(asyncio.shield(self._all_created), timeout)
 
-    async def _read(self, call, delay: float, worst: dict[int, int]) -> None:
-        try:
-            await self._read_responses(call, delay, worst)
-        finally:
-            if not self._cancelled:
-                self._broken += 1
+    async def _create(self, call, stream: int) -> None:
+        """The stream's watchers, in their order: once open, each from the revision after its latest event (or the
+        stream's creation), so that a stream opened again goes on where it broke."""
+        self._slots[stream] = {}
+        request = rpc_pb2.WatchCreateRequest()
+        request.CopyFrom(self._request)
+        for latest in self._latest[stream]:
+            if self._opened_at[stream]:  # a watcher that has had no event yet starts where it was asked to
+                request.start_revision = (
+                    latest + 1 if latest else self._request.start_revision or self._opened_at[stream] + 1
+                )
+            await call.write(rpc_pb2.WatchRequest(create_request=request))
 
-    async def _read_responses(self, call, delay: float, worst: dict[int, int]) -> None:
+    async def _read(self, stream: int, delay: float) -> None:
+        backoff = REOPEN_BACKOFF_S
+        while True:
+            try:
+                await self._read_responses(self._calls[stream], stream, delay)
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                pass  # the stream broke: opened again below
+            if self._cancelled:
+                return
+            await asyncio.sleep(backoff)  # a member that refuses at once is not asked again in a busy loop
+            backoff = min(2 * backoff, REOPEN_BACKOFF_MAX_S)
+            connection = self._connections[stream] = self._reopen(self._connections[stream])
+            call = self._calls[stream] = connection.watch.Watch(metadata=connection.metadata)
+            try:
+                await self._create(call, stream)
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                continue  # read, and fail, once more: then the next member
+            self._reopened[stream] += 1
+            backoff = REOPEN_BACKOFF_S
+
+    async def _read_responses(self, call, stream: int, delay: float) -> None:
         process = self._process
         tally = process.tally
         by_response = tally.by_response
-        latest: dict[int, int] = {}  # watch id -> revision of its latest event
-        last_key: dict[int, bytes] = {}  # watch id -> key of its latest event
+        latest, last_key, worst = self._latest[stream], self._last_key[stream], self._worst[stream]
+        slots = self._slots[stream]
         notified: dict[int, int] = {}  # watch id (-1: every watcher of the stream) -> its latest progress notification
         async for response in call:
             header_revision = response.header.revision
@@ -76,10 +111,14 @@ class PrefixWatchers:
             events = response.events
             if not events:
                 if response.created:
-                    self._created += 1
-                    tally.watchers += 1
-                    if self._created == self.expected and not self._all_created.done():
-                        self._all_created.set_result(None)
+                    slots = self._slots[stream]  # a stream opened again numbers its watchers anew
+                    slots[response.watch_id] = len(slots)
+                    self._opened_at[stream] = self._opened_at[stream] or header_revision
+                    if not self._reopened[stream]:  # a watcher created again is not another watcher
+                        self._created += 1
+                        tally.watchers += 1
+                        if self._created == self.expected and not self._all_created.done():
+                            self._all_created.set_result(None)
                 if response.canceled:
                     self._broken += 1
                     label = cancel_label(response.cancel_reason, response.compact_revision)
@@ -91,23 +130,25 @@ class PrefixWatchers:
                     tally.progress += 1
                     notified[response.watch_id] = header_revision
                 continue
+            slot = slots.get(response.watch_id)
+            if slot is None:
+                continue  # a watcher of a stream's earlier life
             count = len(events)
             now = time.time()
             if tally.first is None:
                 tally.first = now
             tally.last = now
             tally.events += count
-            watch_id = response.watch_id
-            previous = latest.get(watch_id, 0)
+            previous = latest[slot]
             first = events[0].kv
             if first.mod_revision == previous:  # the revision the previous response ended with
-                if first.key == last_key.get(watch_id):
+                if first.key == last_key[slot]:
                     self._repeated += 1
                     self._in_order -= 1  # which the loop below counts it as
                 else:
                     self._split += 1  # a revision's events over two responses: not atomic
             if notified:  # etcd had said every event up to its notification was sent
-                bound = max(notified.get(watch_id, 0), notified.get(-1, 0))
+                bound = max(notified.get(response.watch_id, 0), notified.get(-1, 0))
                 if first.mod_revision <= bound:
                     self._ahead += sum(1 for event in events if event.kv.mod_revision <= bound)
             for event in events:
@@ -118,12 +159,12 @@ class PrefixWatchers:
                     previous = revision
                 else:
                     self._disordered += 1
-            latest[watch_id] = previous
-            last_key[watch_id] = events[-1].kv.key
+            latest[slot] = previous
+            last_key[slot] = events[-1].kv.key
             lag = bucket(process.newest - previous)
             by_response[lag] = by_response.get(lag, 0) + 1
-            if lag > worst.get(watch_id, -1):
-                worst[watch_id] = lag
+            if lag > worst.get(slot, -1):
+                worst[slot] = lag
             if process.local_writes:
                 arrival = time.perf_counter()
                 append = process.latencies.arrivals.append
@@ -157,6 +198,7 @@ class PrefixWatchers:
                     repeated=self._repeated,
                     split=self._split,
                     ahead=self._ahead,
+                    resumed=sum(self._reopened),
                 )
             )
             self._counts = None

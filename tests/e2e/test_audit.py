@@ -197,6 +197,31 @@ def test_a_healthy_cluster_passes_at_a_fan_out_the_client_takes_seconds_to_read(
     assert properties["watch_in_order"] == str(watches["in_order"])
 
 
+def test_watch_streams_on_a_killed_member_resume_on_another_and_miss_or_repeat_nothing(tmp_out):
+    """Six users over three members, two streams of five watchers each: the streams of the users whose member is
+    killed break, open again on another member from each watcher's next revision, and every acknowledged put still
+    reaches all ten watchers of its key, once, in order."""
+    prefix = tmp_out / "run"
+    args = (
+        *("-f", "locustfile.py", "--headless", "--only-summary", "-u", "6", "-r", "6", "-t", "10s"),
+        *("--csv", str(prefix), "EtcdWatchUser", "--etcd-local-members", "3", "--etcd-target", "round-robin"),
+        *("--etcd-watch-streams", "2", "--etcd-watchers-per-stream", "5", "--etcd-user-rate", "20"),
+        *("--etcd-disrupt", "kill:follower@3s+3s", "--exit-code-on-error", "0"),
+    )
+    result = run_locust(*args, timeout=150)
+    assert_no_traceback(result.stderr)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((tmp_out / "run_audit.json").read_text())
+    watches, writes = record["watches"], record["writes"]["acknowledged"]
+    print(f"\n{record['line']}")
+    assert record["passed"] and watches["resumed"] >= 2, record["line"]  # a user's two streams, at least, broke
+    assert [watches[name] for name in ("missed", "repeated", "disordered", "broken", "owed")] == [0] * 5, watches
+    assert watches["in_order"] >= 10 * writes > 0  # an unacknowledged put that applied is watched too
+    assert f"({watches['resumed']} streams resumed after they broke)" in record["line"]
+    watch = next(row for row in read_csv_rows(f"{prefix}_stats.csv") if row["Name"] == "watch")
+    assert watch["Failure Count"] == "0"
+
+
 def local_run_args(prefix, seconds: int, *args: str) -> tuple[str, ...]:
     timing = ("-u", "2", "-r", "2", "-t", f"{seconds}s", "--csv", str(prefix), *args)
     return ("-f", "locustfile.py", "--headless", "--only-summary", *timing, "--etcd-local-members", "1", "EtcdPutUser")

@@ -126,3 +126,26 @@ def test_a_watch_run_with_a_client_to_spare_is_not_client_bound(etcd1, tmp_out):
     # start-up on a loaded machine may be)
     assert watch["event_intervals"] >= 3 and watch["busy_intervals"] <= 1 and watch["client_bound"] is False
     assert "client-bound" not in result.stderr
+
+
+@pytest.mark.slow
+def test_prefix_watchers_on_a_killed_member_resume_on_another_and_repeat_nothing(tmp_out):
+    """Three watcher users and three writers over three members: the watch streams on the killed follower break and
+    open again elsewhere, each watcher from the revision after its last event, with nothing repeated or out of order."""
+    prefix = tmp_out / "run"
+    args = (
+        *(*HEADLESS, "-u", "6", "-r", "6", "-t", "10s", "--csv", str(prefix)),
+        *("EtcdPutUser", "EtcdWatcherUser", "--etcd-local-members", "3", "--etcd-target", "round-robin"),
+        *("--etcd-watch-streams", "2", "--etcd-watchers-per-stream", "5", "--etcd-user-rate", "20"),
+        *("--etcd-disrupt", "kill:follower@3s+3s", "--exit-code-on-error", "0"),
+    )
+    result = run_locust(*args, timeout=150)
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((tmp_out / "run_audit.json").read_text())
+    watches = record["watches"]
+    print(f"\n{record['line']}")
+    assert record["passed"] and watches["watchers"] == 30 and watches["resumed"] >= 2, record["line"]
+    assert [watches[name] for name in ("repeated", "disordered", "split", "ahead", "broken")] == [0] * 5, watches
+    assert watches["in_order"] > 0
+    assert int(stats_rows(prefix)["watch/event"]["Failure Count"]) == 0

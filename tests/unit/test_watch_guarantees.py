@@ -54,8 +54,8 @@ class Connection:
         self.kv = type("KV", (), {"Put": staticmethod(put)})
 
 
-def created(watch_id: int) -> rpc_pb2.WatchResponse:
-    return rpc_pb2.WatchResponse(watch_id=watch_id, created=True)
+def created(watch_id: int, revision: int = 10) -> rpc_pb2.WatchResponse:
+    return rpc_pb2.WatchResponse(watch_id=watch_id, created=True, header=rpc_pb2.ResponseHeader(revision=revision))
 
 
 def event(watch_id: int, revision: int, *keys: bytes) -> rpc_pb2.WatchResponse:
@@ -147,6 +147,33 @@ def test_events_that_arrive_while_the_watchers_catch_up_are_neither_missed_nor_o
     assert seconds < 60  # closed once caught up, not at the bound
 
 
+def test_a_stream_that_breaks_is_opened_again_on_another_member_from_each_watcher_s_next_revision():
+    async def scenario() -> tuple[WatchCounts, list[int], list[rpc_pb2.WatchRequest]]:
+        first, other, counts = Connection(1), Connection(1), WatchCounts()
+        reopened: list[Connection] = []
+        watch = WatchFanOut(first, KEY, 1, 2, counts, reopen=lambda broken: reopened.append(broken) or other)
+        for watch_id in (0, 1):
+            first.streams[0].responses.put_nowait(created(watch_id, revision=10))
+        await watch.start(timeout=1)
+        for response in (event(0, 11), event(1, 11), event(0, 12), None):  # the member goes: the stream ends
+            first.streams[0].responses.put_nowait(response)
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if len(other.streams[0].written) == 2:
+                break
+        # etcd numbers the watchers of the new stream anew; each resumes where it stopped
+        for response in (created(7, 12), created(8, 12), event(8, 12), event(7, 13), event(8, 13)):
+            other.streams[0].responses.put_nowait(response)
+        await settle()
+        watch.cancel()
+        starts = [request.create_request.start_revision for request in other.streams[0].written]
+        return counts, starts, reopened
+
+    counts, starts, reopened = asyncio.run(scenario())
+    assert starts == [13, 12] and len(reopened) == 1
+    assert (counts.resumed, counts.in_order, counts.violations, counts.broken) == (1, 6, 0, 0)
+
+
 async def prefix_watchers(responses: list[rpc_pb2.WatchResponse]) -> WatchCounts:
     """One stream of one prefix watcher (id 0) that receives ``responses``, then is cancelled."""
     connection, counts = Connection(1), WatchCounts()
@@ -181,3 +208,28 @@ def test_a_prefix_watcher_counts_each_guarantee_broken():
     counts = asyncio.run(prefix_watchers(responses))
     assert (counts.split, counts.repeated, counts.disordered, counts.ahead) == (1, 1, 1, 1)
     assert counts.in_order == 3 and counts.violations == 4
+
+
+def test_a_prefix_watcher_s_broken_stream_resumes_after_its_last_event_or_where_it_was_asked_to():
+    async def scenario() -> tuple[WatchCounts, list[int]]:
+        first, other, counts = Connection(1), Connection(1), WatchCounts()
+        request = rpc_pb2.WatchCreateRequest(key=b"/locust-etcd/", range_end=b"/locust-etcd0")
+        watchers = PrefixWatchers(first, request, 1, 2, [0.0], ProcessWatchers(), counts, lambda broken: other)
+        for watch_id in (0, 1):
+            first.streams[0].responses.put_nowait(created(watch_id, revision=10))
+        await watchers.start(timeout=1)
+        for response in (event(0, 11, b"/locust-etcd/a", b"/locust-etcd/b"), None):  # the second has had no event
+            first.streams[0].responses.put_nowait(response)
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if len(other.streams[0].written) == 2:
+                break
+        for response in (created(3, 12), created(4, 12), event(4, 11, b"/locust-etcd/a", b"/locust-etcd/b")):
+            other.streams[0].responses.put_nowait(response)
+        await settle()
+        watchers.cancel()
+        return counts, [request.create_request.start_revision for request in other.streams[0].written]
+
+    counts, starts = asyncio.run(scenario())
+    assert starts == [12, 11]
+    assert (counts.watchers, counts.resumed, counts.in_order, counts.violations) == (2, 1, 4, 0)
