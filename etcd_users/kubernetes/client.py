@@ -28,6 +28,7 @@ import grpc
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
 from etcd_users import session as sessions
+from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.client import REQUEST_TYPE, EtcdClient
 from etcd_users.kubernetes.layout import (
     Layout,
@@ -77,13 +78,21 @@ class ResourceWatch:
     """The process's Watch stream, one watcher per resource prefix; lives on the loop thread.
 
     ``watched`` (read by the gevent thread) holds the prefixes with a watcher created or being created; a watcher etcd
-    cancels (its start was compacted) leaves it, and the next list of that resource creates it again.
+    cancels (its start was compacted) leaves it, and the next list of that resource creates it again. A stream that
+    breaks is not resumed: as kube-apiserver's reflector does, the next list opens another.
+
+    Each watcher's events are checked as the audit's prefix watchers' are (``watchers.streams``): never below its
+    previous revision, never its previous event again, a revision never split over two responses; the counts are
+    added to ``counts`` once, when the stream ends.
     """
 
-    def __init__(self, connection: Connection, latencies: WatchLatencies) -> None:
+    def __init__(self, connection: Connection, latencies: WatchLatencies, counts: WatchCounts | None = None) -> None:
         self.watched: set[bytes] = set()
         self.broken = False
         self._latencies = latencies
+        self._counts = counts
+        self._latest: dict[int, tuple[int, bytes]] = {}  # watch id -> its latest event's revision and key
+        self._in_order = self._disordered = self._repeated = self._split = 0
         self._call = connection.watch.Watch(metadata=connection.metadata)
         self._creating: deque[bytes] = deque()
         self._ids: dict[int, bytes] = {}
@@ -111,8 +120,10 @@ class ResourceWatch:
                 if response.created and self._creating:
                     self._ids[response.watch_id] = self._creating.popleft()
                 if response.canceled:
-                    self.watched.discard(self._ids.pop(response.watch_id, b""))
+                    self.watched.discard(self._ids.get(response.watch_id, b""))
                     errors.append(response.cancel_reason or (COMPACTED_LABEL if response.compact_revision else ""))
+                if response.events:
+                    self._judge(response.watch_id, response.events)
                 for event in response.events:
                     kv = event.kv
                     arrivals.append((kv.mod_revision, now, kv.key, event.type == _DELETE))
@@ -124,17 +135,51 @@ class ResourceWatch:
         finally:
             self.broken = True
             self.watched.clear()
+            self._add_counts()
+
+    def _judge(self, watch_id: int, events) -> None:
+        previous, last_key = self._latest.get(watch_id, (0, b""))
+        first = events[0].kv
+        if first.mod_revision == previous:  # the revision the previous response ended with
+            if first.key == last_key:
+                self._repeated += 1
+                self._in_order -= 1  # which the loop below counts it as
+            else:
+                self._split += 1
+        for event in events:
+            revision = event.kv.mod_revision
+            if revision >= previous:  # a transaction's events share one revision
+                self._in_order += 1
+                previous = revision
+            else:
+                self._disordered += 1
+        self._latest[watch_id] = (previous, events[-1].kv.key)
+
+    def _add_counts(self) -> None:
+        counts, self._counts = self._counts, None
+        if counts is not None and self._ids:
+            counts.add(
+                WatchCounts(
+                    watchers=len(self._ids),
+                    in_order=self._in_order,
+                    disordered=self._disordered,
+                    repeated=self._repeated,
+                    split=self._split,
+                )
+            )
 
     def cancel(self) -> None:
         self._cancelled = True
         self._call.cancel()
+        self._add_counts()  # now: the audit reads them once the users stopped, before this stream's reader ends
 
 
 class KubernetesState:
     """What the Kubernetes users of one process share: the layout, the objects known, the watch, the latencies."""
 
-    def __init__(self, session: sessions.Session) -> None:
+    def __init__(self, session: sessions.Session, counts: WatchCounts | None = None) -> None:
         self.session = session
+        self.counts = counts  # the audit's watch counts of the process: each stream adds its own
         settings = session.settings
         self.k8s = settings.k8s
         self.layout = Layout(settings.prefix, settings.k8s)
@@ -197,7 +242,8 @@ class KubernetesState:
         with self._lock:  # opening the stream yields to other users, which must not open one too
             watch = self.watch
             if watch is None or watch.broken:
-                self.watch = watch = bridge.run(_open_watch, self.session.pool.next_connection(), self.latencies)
+                connection = self.session.pool.next_connection()
+                self.watch = watch = bridge.run(_open_watch, connection, self.latencies, self.counts)
             if prefix in watch.watched:
                 return
             watch.watched.add(prefix)  # at once: the process's other users do not ask for it again
@@ -209,8 +255,8 @@ class KubernetesState:
             self.watch = None
 
 
-async def _open_watch(connection: Connection, latencies: WatchLatencies) -> ResourceWatch:
-    return ResourceWatch(connection, latencies)
+async def _open_watch(connection: Connection, latencies: WatchLatencies, counts: WatchCounts | None) -> ResourceWatch:
+    return ResourceWatch(connection, latencies, counts)
 
 
 def _add_watcher(watch: ResourceWatch, prefix: bytes, range_end: bytes, revision: int) -> None:
@@ -221,13 +267,13 @@ _states: "weakref.WeakKeyDictionary[sessions.Session, KubernetesState]" = weakre
 _states_lock = gevent.lock.Semaphore()
 
 
-def state_of(session: sessions.Session) -> KubernetesState:
+def state_of(session: sessions.Session, counts: WatchCounts | None = None) -> KubernetesState:
     state = _states.get(session)
     if state is None:
         with _states_lock:
             state = _states.get(session)
             if state is None:
-                state = _states[session] = KubernetesState(session)
+                state = _states[session] = KubernetesState(session, counts)
     return state
 
 
@@ -259,7 +305,7 @@ class KubernetesClient(EtcdClient):
     @property
     def k8s(self) -> KubernetesState:
         if self._state is None:
-            self._state = state_of(self.session)
+            self._state = state_of(self.session, self._record.watches if self._record is not None else None)
         return self._state
 
     # -- the workload --

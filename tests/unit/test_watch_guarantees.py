@@ -233,3 +233,24 @@ def test_a_prefix_watcher_s_broken_stream_resumes_after_its_last_event_or_where_
     counts, starts = asyncio.run(scenario())
     assert starts == [12, 11]
     assert (counts.watchers, counts.resumed, counts.in_order, counts.violations) == (2, 1, 4, 0)
+
+
+def test_a_kubernetes_resource_watch_counts_the_guarantees_its_watchers_break():
+    from etcd_users.kubernetes.client import ResourceWatch
+    from etcd_users.kubernetes.layout import WatchLatencies
+
+    async def scenario() -> WatchCounts:
+        connection, counts = Connection(1), WatchCounts()
+        watch = ResourceWatch(connection, WatchLatencies(horizon=10), counts)
+        pods, a, b = b"/registry/pods/", b"/registry/pods/default/a", b"/registry/pods/default/b"
+        await watch.add(pods, b"/registry/pods0", 11)
+        responses = [created(0), event(0, 11, a), event(0, 12, a, b), event(0, 12, b), event(0, 12, a), event(0, 9, a)]
+        for response in responses:  # in order, a transaction, its last event again, split, out of order
+            connection.streams[0].responses.put_nowait(response)
+        await settle()
+        watch.cancel()
+        await settle()
+        return counts
+
+    counts = asyncio.run(scenario())
+    assert (counts.watchers, counts.in_order, counts.repeated, counts.split, counts.disordered) == (1, 4, 1, 1, 1)
