@@ -25,6 +25,28 @@ ALLOWED_FLAG = "--etcd-disrupt-allowed"
 
 
 @dataclass(frozen=True)
+class Value:
+    """What an action's ``=VALUE`` is (the grammar holds each name's parser): its name in the forms, what it means,
+    whether the action needs it, and where it is written: after the action's name (``compact=KEEP@TIME``), or ``last``,
+    at the item's end (``delay:MEMBER@TIME+DURATION=RTT``)."""
+
+    name: str
+    means: str
+    required: bool = False
+    last: bool = False
+
+
+KEEP = Value("KEEP", "the revisions to keep, a whole number")
+RTT = Value(
+    "RTT",
+    "a round trip above zero as --etcd-local-peer-rtt takes it (up to 10s, a jitter at most the round trip), e.g. 40ms "
+    "or 40ms±10ms",
+    required=True,
+    last=True,
+)
+
+
+@dataclass(frozen=True)
 class Action:
     name: str
     members: tuple[str, ...]  # the members it may name, its default first; none: it acts on the whole cluster
@@ -35,7 +57,7 @@ class Action:
     # function (command, endpoints, disruption, done) that runs the command
     function: str
     help: str  # what it does, in one line
-    keeps: bool = False  # it takes =KEEP, the revisions to keep (compact)
+    value: Value | None = None  # what its =VALUE is, if it takes one
     outside: bool = False  # it acts outside the tool (a command of the user's): only with --etcd-disrupt-allowed
     lasts_s: float = 0.0  # how long it may take without a DURATION: the data kept for its cost covers that much
     # a local-only action that also calls etcd (the Cluster API): its function takes ``call`` after ``done``, the
@@ -43,11 +65,17 @@ class Action:
     calls_etcd: bool = False
     # what a local-only action does that needs the local etcd, as its refusal on --etcd-endpoints says
     needs_local: str = "signals a member's process"
+    # what it does in the peer proxy, as its refusal without --etcd-local-peer-rtt says; empty: it needs no proxy
+    in_proxy: str = ""
 
     @property
     def form(self) -> str:
-        """How the action is written, ``compact[=KEEP]`` for one that keeps revisions."""
-        return f"{self.name}[=KEEP]" if self.keeps else self.name
+        """How the action is written with its value: ``compact[=KEEP]``, ``delay:MEMBER@TIME+DURATION=RTT``."""
+        if self.value is None:
+            return self.name
+        if self.value.last:
+            return f"{self.name}:MEMBER@TIME+DURATION={self.value.name}"
+        return f"{self.name}={self.value.name}" if self.value.required else f"{self.name}[={self.value.name}]"
 
     @property
     def default_member(self) -> str:
@@ -98,7 +126,7 @@ ACTIONS: dict[str, Action] = {
             False,
             f"{_ACTIONS_MODULE}:compact",
             "Compact at the current revision minus KEEP revisions (0: all history), physically",
-            keeps=True,
+            value=KEEP,
         ),
         Action(
             "kill",
@@ -135,6 +163,21 @@ ACTIONS: dict[str, Action] = {
             "during the cut and when, and the one after",
             calls_etcd=True,
             needs_local="cuts a member's links in the peer proxy",
+            in_proxy="cuts a member's peer links",
+        ),
+        Action(
+            "delay",
+            (FOLLOWER, LEADER, URL),
+            REQUIRED,
+            True,
+            f"{_PARTITION_MODULE}:delay",
+            "adds RTT to the round trip between the member and each of its peers (the peer proxy of "
+            "`--etcd-local-peer-rtt`: half of it each way, on top of that option's), removed after DURATION; the "
+            "window tells the leader before, during and after",
+            value=RTT,
+            calls_etcd=True,
+            needs_local="delays a member's links in the peer proxy",
+            in_proxy="delays a member's peer links",
         ),
         Action(
             "upgrade",
@@ -204,9 +247,10 @@ def said(items: list[str], last: str = "or") -> str:
 def help_text() -> str:
     """The actions as the option's help lists them."""
     anywhere = ", ".join(ACTIONS[name].form for name in names(local_only=False, outside=False))
+    local = ", ".join(ACTIONS[name].form for name in names(local_only=True))
     outside = ", ".join(f"{name}:NAME" for name in names(outside=True))
     return (
-        f"{anywhere}, on the local etcd only {', '.join(names(local_only=True))}, and anywhere with "
+        f"{anywhere}, on the local etcd only {local}, and anywhere with "
         f"{ALLOWED_FLAG} {outside} (a command of --etcd-disrupt-command)"
     )
 
@@ -218,7 +262,9 @@ def markdown_table() -> str:
         "|---|---|---|---|---|",
     ]
     for action in ACTIONS.values():
-        form = f"`{action.name}` or `{action.name}=KEEP`" if action.keeps else f"`{action.name}`"
+        form = f"`{action.name}`"
+        if action.value is not None:
+            form = f"`{action.form}`" if action.value.required else f"{form} or `{action.name}={action.value.name}`"
         members = ", ".join(action.members) if action.members else "none (cluster-wide)"
         if action.names_command:
             members = "NAME (a command, required)"

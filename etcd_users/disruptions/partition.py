@@ -3,6 +3,9 @@ the leadership did meanwhile, as the members' Status answers tell it: the leader
 members agreed on during it (and how long after the cut they first agreed on a new one), and the leader once every
 member agrees again after the heal, with the raft terms.
 
+``delay``: the round trip between a member and each of its peers made longer by RTT in the peer proxy, for DURATION,
+and the leadership told the same way (every member counts during it: none is cut off).
+
 Status is asked of every member every POLL_S on the master's own connections (a cut member still answers its
 clients), so an election is seen to within a poll, from the cut to the first poll where the other members name the
 same new leader.
@@ -19,11 +22,15 @@ import gevent
 from etcd_users.disruptions.actions import Done, agreed_leader, member_statuses, resolve
 from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import LocalCluster
+from etcd_users.round_trip import PeerRtt
 from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import MemberStatus
 
 POLL_S = 0.05
 SETTLE_S = 10.0  # after the heal: until every member answers and names one leader
+# how a window's leadership names its start, its end and the members whose leader counts during it
+CUT = ("the cut", "the heal", "the others")
+DELAYED = ("the delay", "its end", "the members")
 
 
 def partition(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
@@ -58,6 +65,42 @@ def partition(cluster: LocalCluster, statuses: list[MemberStatus], disruption: D
             cluster.heal_member(index)
 
 
+def delay(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
+    """Add the disruption's round trip (``value``) to the links of the member named (the leader, a follower or a client
+    URL) for its duration; back to the cluster's own when this returns, also when the greenlet is killed on the way."""
+    rtt: PeerRtt = disruption.value
+    status = resolve(disruption.member, statuses)[0]
+    url = status.endpoint.url
+    index = cluster.endpoints.index(url)
+    done.members = [url]
+    leader = agreed_leader(statuses)
+    before = leader.member_id if leader else None
+    step = {"member": url, "rtt": str(rtt), "leader_before": leader and leader.endpoint.url}
+    step["term_before"] = _term(statuses)
+    done.steps.append(step)
+    delayed, watcher = False, None
+    try:
+        done.start()
+        began = time.perf_counter()
+        cluster.delay_member(index, rtt)
+        delayed = True
+        watcher = gevent.spawn(_leaders_during, call, None, before, began, step)
+        gevent.sleep(disruption.duration)
+        watcher.kill()
+        back = time.perf_counter()
+        cluster.undelay_member(index)
+        delayed = False
+        _leader_after(call, back, step)
+        done.result = (
+            f"{url}'s round trip to its peers {rtt} longer for {back - began:.2f} s; {leadership(step, DELAYED)}"
+        )
+    finally:
+        if watcher is not None:  # the run stops: no poll outlives the master's connections
+            watcher.kill()
+        if delayed:  # the links are back to the cluster's own before the clean-up and the local etcd's end
+            cluster.undelay_member(index)
+
+
 def _term(statuses: list[MemberStatus]) -> int | None:
     return max((s.raft_term for s in statuses if s.error is None), default=None)
 
@@ -75,7 +118,8 @@ def _polled_statuses(call: Callable, until: float = math.inf) -> Iterator[list[M
 
 
 def _leaders_during(call: Callable, cut_id: int | None, before: int | None, began: float, step: dict) -> None:
-    """Until killed: the leader the members other than the cut one agree on, and when they first agreed on a new one."""
+    """Until killed: the leader the members other than the cut one (None: all of them) agree on, and when they first
+    agreed on a new one."""
     try:
         for statuses in _polled_statuses(call):
             if statuses is None:  # no member answers: the window keeps what it saw
@@ -102,19 +146,20 @@ def _leader_after(call: Callable, healed: float, step: dict) -> None:
             return
 
 
-def leadership(step: dict) -> str:
-    """The leadership of a partition's window in a few words."""
+def leadership(step: dict, window: tuple[str, str, str] = CUT) -> str:
+    """The leadership of a partition's window (``CUT``) or a delay's (``DELAYED``) in a few words."""
+    start, end, counted = window
     before, during, after = step.get("leader_before"), step.get("leader_during"), step.get("leader_after")
     words = [f"leader {before or 'none agreed'} before (term {step.get('term_before')})"]
     if "elected_after_s" in step:
-        words.append(f"{during} elected {step['elected_after_s']:.2f} s after the cut (term {step.get('term_during')})")
+        words.append(f"{during} elected {step['elected_after_s']:.2f} s after {start} (term {step.get('term_during')})")
     elif during:
-        words.append(f"{during} kept the lead during the cut")
+        words.append(f"{during} kept the lead during {start}")
     else:
-        words.append("no leader agreed on by the others during the cut")
+        words.append(f"no leader agreed on by {counted} during {start}")
     if after:
         settled = step["settled_after_s"]
-        words.append(f"{after} the leader {settled:.2f} s after the heal (term {step.get('term_after')})")
+        words.append(f"{after} the leader {settled:.2f} s after {end} (term {step.get('term_after')})")
     else:
-        words.append(f"no leader agreed on by every member {SETTLE_S:g} s after the heal")
+        words.append(f"no leader agreed on by every member {SETTLE_S:g} s after {end}")
     return ", ".join(words)

@@ -1,10 +1,12 @@
 """The grammar of ``--etcd-disrupt``: what to do to the cluster, to which member, and when. Pure: no Locust, no gRPC.
 
-A schedule is comma-separated items ``ACTION[=KEEP][:MEMBER]@TIME[+DURATION]``; TIME counts from the run's start
+A schedule is comma-separated items ``ACTION[=KEEP][:MEMBER]@TIME[+DURATION][=RTT]``, an action's ``=VALUE`` where
+its entry's ``Value`` says (compact's KEEP after its name, delay's RTT at the end); TIME counts from the run's start
 (Locust's test start), DURATION from the action's. Times are ``120s``, ``2m``, ``1.5s``, ``1h`` or a plain number
 of seconds. Every item is checked here, each refusal one line that quotes the item and shows the expected form;
 whether the actions may touch the endpoints at all (``check_allowed``) depends on who started them. The actions, the
-members each may name and whether it takes a duration are ``action_table``'s.
+members each may name and whether it takes a duration or a value are ``action_table``'s; each value's parser is here
+(``_VALUES``).
 """
 
 from __future__ import annotations
@@ -18,15 +20,19 @@ from etcd_users.disruptions.action_table import (
     ACTIONS,
     ALLOWED_FLAG,
     FOLLOWER,
+    KEEP,
     NONE,
     REQUIRED,
     ROLES,
+    RTT,
     UPGRADE_FLAG,
     URL,
+    Value,
     names,
     said,
     with_duration,
 )
+from etcd_users.round_trip import PeerRtt, parse_round_trip
 
 FLAG = "--etcd-disrupt"
 COMMAND_FLAG = "--etcd-disrupt-command"
@@ -36,10 +42,11 @@ FORM = "ACTION[:MEMBER]@TIME[+DURATION] (e.g. defrag:leader@120s, kill:follower@
 
 _ITEM = re.compile(
     r"""^(?P<action>[a-z-]+)
-        (?:=(?P<keep>[^:@]*))?
+        (?:=(?P<value>[^:@]*))?
         (?::(?P<member>[^@]+))?
-        @(?P<at>[^+]*)
-        (?:\+(?P<duration>.*))?$""",
+        @(?P<at>[^+=]*)
+        (?:\+(?P<duration>[^=]*))?
+        (?:=(?P<last>.*))?$""",
     re.VERBOSE,
 )
 _TIME = re.compile(r"^(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>s|m|h)?$")
@@ -54,22 +61,31 @@ class ScheduleError(ValueError):
 
 class Disruption(NamedTuple):
     """One item of the schedule. ``member``: leader, follower, all or a client URL ('' for compact), for exec the
-    command's name; ``keep``: the revisions a compaction keeps; ``duration``: seconds until the member is started
-    again or thawed, for exec the command's timeout (0: none)."""
+    command's name; ``duration``: seconds until the member is started again or thawed, for exec the command's timeout
+    (0: none); ``value``: its ``=VALUE`` as parsed, compact's revisions to keep (an int), delay's round trip (a
+    ``PeerRtt``), None when not given."""
 
     action: str
     member: str
     at: float
     duration: float = 0.0
-    keep: int = 0
+    value: int | PeerRtt | None = None
+
+    @property
+    def keep(self) -> int:
+        """The revisions a compaction keeps (0: none)."""
+        return self.value if isinstance(self.value, int) else 0
 
     @property
     def text(self) -> str:
         """The item as written in the schedule's canonical form."""
-        keep = f"={self.keep}" if ACTIONS[self.action].keeps and self.keep else ""
+        last = ACTIONS[self.action].value is not None and ACTIONS[self.action].value.last
+        value = "" if self.value is None else f"={self.value}"
         member = f":{self.member}" if self.member else ""
         duration = f"+{self.duration:g}s" if self.duration else ""
-        return f"{self.action}{keep}{member}@{self.at:g}s{duration}"
+        if last:
+            return f"{self.action}{member}@{self.at:g}s{duration}{value}"
+        return f"{self.action}{value}{member}@{self.at:g}s{duration}"
 
 
 def _refuse(item: str, why: str) -> ScheduleError:
@@ -85,8 +101,51 @@ def parse_seconds(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _keep(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+def _rtt(text: str) -> PeerRtt | None:
+    try:
+        rtt = parse_round_trip(text)
+    except ValueError:
+        return None
+    return rtt if rtt.rtt_ms > 0 else None
+
+
+# each value's parser: its value, or None when the text is not one
+_VALUES = {KEEP.name: _keep, RTT.name: _rtt}
+
+
+def _value_form(name: str, value: Value) -> str:
+    return ACTIONS[name].form.replace("[", "").replace("]", "") + f" ({value.means})"
+
+
+def _value(item: str, match: re.Match) -> int | PeerRtt | None:
+    """The item's ``=VALUE``, parsed, where its action takes one."""
+    action = ACTIONS[match["action"]]
+    first, last = match["value"], match["last"]
+    if action.value is None:
+        if first is None and last is None:
+            return None
+        forms = [_value_form(name, each.value) for name, each in ACTIONS.items() if each.value is not None]
+        raise _refuse(item, f"has '=' where only {said(forms)} may")
+    given, misplaced = (last, first) if action.value.last else (first, last)
+    if misplaced is not None:
+        where = action.form if action.value.last else f"{action.name}={action.value.name}@TIME"
+        raise _refuse(item, f"has its ={action.value.name} in the wrong place; write {where}")
+    if given is None:
+        if action.value.required:
+            raise _refuse(item, f"has no ={action.value.name}: {action.name} needs {action.value.means}")
+        return None
+    parsed = _VALUES[action.value.name](given.strip())
+    if parsed is None:
+        raise _refuse(item, f"has no {action.value.name} after '=': {action.value.means}")
+    return parsed
+
+
 def parse_item(item: str) -> Disruption:
-    """One ``ACTION[=KEEP][:MEMBER]@TIME[+DURATION]``, checked; ``ScheduleError`` in one line when it is not."""
+    """One ``ACTION[=KEEP][:MEMBER]@TIME[+DURATION][=RTT]``, checked; ``ScheduleError`` in one line when it is not."""
     text = item.strip()
     match = _ITEM.match(text)
     if match is None:
@@ -95,12 +154,8 @@ def parse_item(item: str) -> Disruption:
     if action not in ACTIONS:
         raise _refuse(item, f"has an unknown action {action!r} (one of {', '.join(ACTIONS)})")
     members, takes_duration = ACTIONS[action].members, ACTIONS[action].duration
-    keep = 0
-    if match["keep"] is not None:
-        if not ACTIONS[action].keeps or not match["keep"].isdigit():
-            keeping = said([f"{name}=KEEP" for name, each in ACTIONS.items() if each.keeps])
-            raise _refuse(item, f"has '=' where only {keeping} (the revisions to keep, a whole number) may")
-        keep = int(match["keep"])
+    if ACTIONS[action].value is None:  # a stray '=' is refused before anything else of the item
+        _value(item, match)
     member = ACTIONS[action].default_member
     if ACTIONS[action].names_command:
         member = (match["member"] or "").strip()
@@ -130,7 +185,7 @@ def parse_item(item: str) -> Disruption:
             raise _refuse(item, "has no duration after '+' such as 30s or 1.5s (above zero)")
     elif takes_duration == REQUIRED:
         raise _refuse(item, f"has no +DURATION: {action} needs how long until the member is back, e.g. +30s")
-    return Disruption(action, member, at, duration, keep)
+    return Disruption(action, member, at, duration, _value(item, match))
 
 
 def parse_schedule(flag: str, text: str) -> tuple[Disruption, ...]:

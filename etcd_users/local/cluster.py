@@ -226,6 +226,17 @@ class LocalCluster:
         self._member(index)
         self._links().heal(index)
 
+    def delay_member(self, index: int, rtt: PeerRtt) -> None:
+        """Add ``rtt`` to the round trip between member ``index`` and each of its peers (half of it each way, on top of
+        the cluster's own); needs the peer proxy (``peer_rtt``)."""
+        self._member(index)
+        self._links().delay(index, rtt)
+
+    def undelay_member(self, index: int) -> None:
+        """Member ``index``'s links back to the cluster's own round trip."""
+        self._member(index)
+        self._links().undelay(index)
+
     def _links(self) -> PeerLinks:
         if self.peer_links is None:
             raise ClusterError("the members' peer ports have no proxy: start the cluster with a peer round trip")

@@ -68,6 +68,14 @@ class PeerLinks:
     def heal(self, index: int) -> None:
         self.command(f"heal {index}")
 
+    def delay(self, index: int, rtt: PeerRtt) -> None:
+        """Member ``index``'s own round trip, on top of every link's: half of it (and of its jitter) each way of all
+        its traffic."""
+        self.command(f"delay {rtt.one_way_ms:g} {rtt.one_way_jitter_ms:g} {index}")
+
+    def undelay(self, index: int) -> None:
+        self.command(f"delay 0 0 {index}")
+
     def stop(self) -> None:
         process, self.process = self.process, None
         if process is None:

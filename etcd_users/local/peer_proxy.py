@@ -1,4 +1,4 @@
-"""A TCP proxy in front of each local member's peer port: one-way delay with jitter, and blackholes.
+"""A TCP proxy in front of each local member's peer port: one-way delay with jitter, per member too, and blackholes.
 
 The kernel here has no netem, so the network between members is made in user space, as etcd's own ``pkg/proxy`` does
 for its functional and robustness tests. Each link listens on the port a member advertises to its peers and forwards
@@ -13,11 +13,20 @@ every connection (etcd's peer traffic is plain HTTP/1.1) for etcd's ``X-Server-F
 and ``X-Raft-To``, the ID of the member behind the link. A blackholed member's link refuses every connection, and the
 other links refuse the connections it dials.
 
+A member's own delay (``delay MS JITTER LINK``) is added to every chunk to and from it, found the same way: a chunk
+travels between the member behind its link and the member that dialed its connection, and its delay is the global one
+plus the larger of those two members' own (with that member's jitter; each jitter drawn on its own). A connection
+whose first request names no sender (etcd's prober sends none) gets only the delay of the member behind its link. A
+changed delay holds for the chunks read from then on; none is written before an earlier chunk of its direction.
+
 It runs as its own process (``python etcd_users/local/peer_proxy.py``, started and stopped by ``LocalCluster``) so its
 CPU is not the load's, and imports nothing but the standard library. Control, one command a line on stdin, each
 answered by one line on stdout (``ok ...`` or ``error ...``)::
 
     delay MS [JITTER_MS]   one-way delay of every link from now on (chunks already queued keep theirs)
+    delay MS JITTER_MS LINK
+                           the member behind the link's own one-way delay, added to the global one on all its traffic
+                           (LINK: its index, or all; delay 0 0 LINK: none again)
     blackhole LINK         cut the member behind the link off: the connections to it and those it dialed are closed, new
                            ones refused (LINK: its index, or all)
     heal LINK              connect it again
@@ -51,6 +60,8 @@ class Link:
         self.target_port = target_port
         self.proxy = proxy
         self.blackholed = False
+        self.extra_delay = 0.0  # the member's own one-way delay and jitter (s), on top of the proxy's
+        self.extra_jitter = 0.0
         self.member_id: str | None = None  # etcd's ID of the member behind the link, once a request names it
         self.server: asyncio.base_events.Server | None = None
         self.pipes: set[_Pipe] = set()
@@ -72,6 +83,20 @@ class Link:
     def heal(self) -> None:
         self.blackholed = False
 
+    def set_extra_delay(self, delay_ms: float, jitter_ms: float) -> None:
+        _check_delay(delay_ms, jitter_ms)
+        self.extra_delay, self.extra_jitter = delay_ms / 1000, jitter_ms / 1000
+
+    def one_way_delay(self, sender: str | None) -> float:
+        """A chunk's delay on a connection ``sender`` (its ID, None when unknown) dialed to this link."""
+        own = (self.extra_delay, self.extra_jitter)
+        if sender is not None:
+            dialer = next((link for link in self.proxy.links if link.member_id == sender), None)
+            if dialer is not None:
+                own = max(own, (dialer.extra_delay, dialer.extra_jitter))
+        delay, jitter = own
+        return self.proxy.one_way_delay() + (delay + random.uniform(-jitter, jitter) if jitter else delay)
+
     def refuses(self, sender: str) -> bool:
         """Whether a connection from the member ``sender`` (its ID) is refused here."""
         return self.blackholed or any(link.blackholed and link.member_id == sender for link in self.proxy.links)
@@ -80,8 +105,9 @@ class Link:
 class _Direction:
     """Chunks on their way to ``transport``, each due at its arrival time plus the delay, written in order."""
 
-    def __init__(self, link: Link, source: asyncio.Transport) -> None:
+    def __init__(self, link: Link, source: asyncio.Transport, pipe: _Pipe) -> None:
         self.link = link
+        self.pipe = pipe  # whose sender, once known, may add its member's delay
         self.source = source  # paused while too much is queued
         self.transport: asyncio.Transport | None = None
         self.queue: collections.deque[tuple[float, bytes]] = collections.deque()
@@ -92,7 +118,7 @@ class _Direction:
 
     def push(self, data: bytes) -> None:
         loop = asyncio.get_running_loop()
-        delay = self.link.proxy.one_way_delay()
+        delay = self.link.one_way_delay(self.pipe.sender)
         # never before the chunk ahead of it: jitter delays, it does not reorder
         due = max(loop.time() + delay, self.last_due)
         self.last_due = due
@@ -180,7 +206,7 @@ class _Pipe(asyncio.Protocol):
             return
         self.link.pipes.add(self)
         self.link.connections += 1
-        self.forward = _Direction(self.link, transport)
+        self.forward = _Direction(self.link, transport, self)
         task = asyncio.get_running_loop().create_task(self._connect())
         task.add_done_callback(_ignore_result)
 
@@ -197,7 +223,7 @@ class _Pipe(asyncio.Protocol):
             transport.abort()
             return
         self.upstream = transport
-        self.backward = _Direction(self.link, transport)
+        self.backward = _Direction(self.link, transport, self)
         self.backward.connected(self.downstream)
         self.forward.connected(transport)
 
@@ -245,6 +271,12 @@ class _Pipe(asyncio.Protocol):
                 transport.abort()
 
 
+def _check_delay(delay_ms: float, jitter_ms: float) -> None:
+    # NaN fails every comparison: only a finite delay passes
+    if not (0 <= jitter_ms <= delay_ms < float("inf")):
+        raise ValueError(f"delay {delay_ms:g} ms with jitter {jitter_ms:g} ms: both >= 0, jitter at most the delay")
+
+
 def _ignore_result(task: asyncio.Task) -> None:
     if not task.cancelled():
         task.exception()
@@ -258,8 +290,7 @@ class PeerProxy:
         self.set_delay(delay_ms, jitter_ms)
 
     def set_delay(self, delay_ms: float, jitter_ms: float = 0.0) -> None:
-        if delay_ms < 0 or jitter_ms < 0 or jitter_ms > delay_ms:
-            raise ValueError(f"delay {delay_ms:g} ms with jitter {jitter_ms:g} ms: both >= 0, jitter at most the delay")
+        _check_delay(delay_ms, jitter_ms)
         self.delay = delay_ms / 1000
         self.jitter = jitter_ms / 1000
 
@@ -288,6 +319,11 @@ class PeerProxy:
             if verb == "delay" and len(arguments) in (1, 2):
                 self.set_delay(*map(float, arguments))
                 return f"ok delay {self.delay * 1000:g} {self.jitter * 1000:g}"
+            if verb == "delay" and len(arguments) == 3:
+                delay_ms, jitter_ms = float(arguments[0]), float(arguments[1])
+                for link in self._links(arguments[2]):
+                    link.set_extra_delay(delay_ms, jitter_ms)
+                return f"ok delay {delay_ms:g} {jitter_ms:g} {arguments[2]}"
             if verb in ("blackhole", "heal") and len(arguments) == 1:
                 for link in self._links(arguments[0]):
                     link.blackhole() if verb == "blackhole" else link.heal()
@@ -296,6 +332,7 @@ class PeerProxy:
                 return "ok " + " ".join(
                     f"{link.index}:{link.member_id or '-'}:{link.bytes_forwarded}:{link.connections}:{len(link.pipes)}"
                     f"{':blackholed' * link.blackholed}"
+                    f"{f':delay={link.extra_delay * 1000:g}+-{link.extra_jitter * 1000:g}' if link.extra_delay else ''}"
                     for link in self.links
                 )
         except (ValueError, IndexError) as error:
@@ -303,7 +340,11 @@ class PeerProxy:
         return f"error unknown command {line.strip()!r}"
 
     def _links(self, which: str) -> list[Link]:
-        return self.links if which == "all" else [self.links[int(which)]]
+        if which == "all":
+            return self.links
+        if not which.isdigit() or int(which) >= len(self.links):  # int() takes -1, which would name the last link
+            raise ValueError(f"no link {which!r}: an index from 0 to {len(self.links) - 1}, or all")
+        return [self.links[int(which)]]
 
 
 async def _serve(proxy: PeerProxy) -> None:

@@ -4,6 +4,7 @@ import argparse
 from dataclasses import dataclass
 
 from etcd_users.arguments import shown
+from etcd_users.disruptions.action_table import ACTIONS
 from etcd_users.settings.connection import ConnectionSettings
 from etcd_users.settings.declare import SettingsError
 from etcd_users.settings.disruptions import DisruptionSettings
@@ -67,11 +68,11 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
 
 
 def _check_partitions(settings: EtcdSettings) -> None:
-    """A partition cuts a member's links in the peer proxy, which only --etcd-local-peer-rtt starts."""
-    partition = next((d for d in settings.disruptions.schedule if d.action == "partition"), None)
-    if partition is not None and not settings.endpoints and settings.local_peer_rtt is None:
+    """A partition or a delay acts on a member's links in the peer proxy, which only --etcd-local-peer-rtt starts."""
+    needs = next((d for d in settings.disruptions.schedule if ACTIONS[d.action].in_proxy), None)
+    if needs is not None and not settings.endpoints and settings.local_peer_rtt is None:
         raise SettingsError(
-            f"--etcd-disrupt: {shown(partition.text)} cuts a member's peer links in the peer proxy, which "
+            f"--etcd-disrupt: {shown(needs.text)} {ACTIONS[needs.action].in_proxy} in the peer proxy, which "
             "--etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as 10ms"
         )
 

@@ -5,10 +5,8 @@ the maximum of average round-trip time (RTT) between members, normally around 0.
 "Election timeouts must be at least 10 times the round-trip time so it can account for variance in the network".
 """
 
-import re
-from dataclasses import dataclass
-
 from etcd_users.arguments import shown
+from etcd_users.round_trip import JITTER_TOO_LARGE, PEER_RTT_MAX_MS, TOO_LONG, PeerRtt, parse_round_trip
 from etcd_users.settings.declare import SettingsError
 
 PEER_RTT_FLAG = "--etcd-local-peer-rtt"
@@ -17,38 +15,9 @@ ELECTION_FLAG = "--etcd-local-election"
 # what the local etcd runs with when they are not given (etcd_users.local.member)
 DEFAULT_HEARTBEAT_MS = 100
 DEFAULT_ELECTION_MS = 1000
-PEER_RTT_MAX_MS = 10_000.0  # a longer round trip is a typo (10s for 10ms), and no election would ever end
 # etcd's own limits: it refuses an election timeout under 5 heartbeats, or over 50 s
 ELECTION_HEARTBEATS_MIN = 5
 ELECTION_MAX_MS = 50_000
-
-_UNITS_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
-_DURATION = r"([0-9]+(?:\.[0-9]+)?)(us|µs|ms|s)"
-_PEER_RTT = re.compile(rf"^{_DURATION}(?:(?:±|\+-|\+/-){_DURATION})?$")
-
-
-@dataclass(frozen=True)
-class PeerRtt:
-    """A round trip between members, and how much each one may stray from it."""
-
-    rtt_ms: float
-    jitter_ms: float = 0.0
-
-    @property
-    def one_way_ms(self) -> float:
-        """The delay of each direction of a connection: both go through the proxy."""
-        return self.rtt_ms / 2
-
-    @property
-    def one_way_jitter_ms(self) -> float:
-        return self.jitter_ms / 2
-
-    @property
-    def max_rtt_ms(self) -> float:
-        return self.rtt_ms + self.jitter_ms
-
-    def __str__(self) -> str:
-        return f"{self.rtt_ms:g}ms" + (f"±{self.jitter_ms:g}ms" if self.jitter_ms else "")
 
 
 def parse_peer_rtt(flag: str, text: str) -> PeerRtt | None:
@@ -56,19 +25,18 @@ def parse_peer_rtt(flag: str, text: str) -> PeerRtt | None:
     text = text.strip()
     if not text:
         return None
-    match = _PEER_RTT.match(text.replace(" ", ""))
-    if match is None:
-        raise SettingsError(
-            f"{flag}: {shown(text)} is not a round trip; write a duration with its unit, optionally with a jitter: "
-            "10ms, 10ms±2ms or 10ms+-2ms (0ms: the proxy without delay)"
-        )
-    rtt = float(match[1]) * _UNITS_MS[match[2]]
-    jitter = float(match[3]) * _UNITS_MS[match[4]] if match[3] else 0.0
-    if rtt > PEER_RTT_MAX_MS:
+    try:
+        return parse_round_trip(text)
+    except ValueError as error:
+        why = str(error)
+    if why == TOO_LONG:
         raise SettingsError(f"{flag}: {shown(text)} is more than {PEER_RTT_MAX_MS / 1000:g}s; give e.g. 10ms")
-    if jitter > rtt:
+    if why == JITTER_TOO_LARGE:
         raise SettingsError(f"{flag}: the jitter of {shown(text)} is more than the round trip; give e.g. 10ms±2ms")
-    return PeerRtt(rtt, jitter)
+    raise SettingsError(
+        f"{flag}: {shown(text)} is not a round trip; write a duration with its unit, optionally with a jitter: "
+        "10ms, 10ms±2ms or 10ms+-2ms (0ms: the proxy without delay)"
+    )
 
 
 def timing_ms(

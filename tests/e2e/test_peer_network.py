@@ -5,21 +5,24 @@ nothing."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 from checks import refusal_line, stderr_lines
-from support import HEADLESS, REPO, read_csv_rows, run_analysis, run_locust
+from support import HEADLESS, REPO, read_csv_rows, run_analysis, run_locust, start_locust
 
 from etcd_users.reporting.exposition import fetch_metrics
 
 pytestmark = pytest.mark.e2e
 
 RTT_MS = 20.0
+DELAY_RTT_MS = 40.0  # what a delay disruption adds to one member's links
 PEER_RTT = "etcd_network_peer_round_trip_time_seconds"
 # etcd's prober keeps a smoothed round trip (srtt = 7/8 srtt + 1/8 rtt, from 0) of a probe every 4 s and observes it
 # into the histogram 5 s after a peer is added, again every 5 s while the peer is unhealthy, then every 30 s: in a
@@ -185,4 +188,77 @@ def test_a_partition_needs_the_peer_proxy(tmp_out):
     assert refusal_line(result) == (
         "locust-etcd: error: --etcd-disrupt: 'partition:leader@1s+1s' cuts a member's peer links in the peer proxy, "
         "which --etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as 10ms"
+    )
+
+
+def probe_ms(peer_url: str) -> float:
+    """One GET of etcd's /raft/probing on a member's peer URL (the proxy's port), timed as etcd's prober times it."""
+    started = time.perf_counter()
+    with urllib.request.urlopen(f"{peer_url}/raft/probing", timeout=5) as answer:
+        answer.read()
+    return (time.perf_counter() - started) * 1000
+
+
+@pytest.mark.slow
+def test_a_delayed_follower_s_links_take_the_round_trip_asked_and_the_others_do_not(tmp_out):
+    prefix = tmp_out / "run"
+    timing = ("-u", "2", "-r", "2", "-t", "9s", "--csv", str(prefix), "--etcd-local-members", "3")
+    rate = ("--etcd-target", "leader", "--etcd-user-rate", "20", "--etcd-metrics-interval", "0")
+    delay = ("--etcd-local-peer-rtt", "0ms", "--etcd-disrupt", f"delay:follower@2s+4s={DELAY_RTT_MS:g}ms")
+    probes: list[tuple[float, str, float]] = []  # (unix time, the member's client URL, the probe's round trip)
+    with start_locust(*HEADLESS, *timing, *rate, *delay, "EtcdPutUser", log_dir=tmp_out) as locust:
+        deadline = time.monotonic() + 30
+        while not (found := re.search(r"started a local etcd .*?: (http://\S+);", locust.output()[1])):
+            assert locust.poll() is None and time.monotonic() < deadline, locust.output()[1][-3000:]
+            time.sleep(0.2)
+        peers = peer_urls(found[1].split(",")[0])
+        while locust.poll() is None:
+            for client, peer in peers.items():
+                try:
+                    probes.append((time.time(), client, probe_ms(peer)))
+                except OSError:  # the run's end stops the members under the last probes
+                    continue
+            time.sleep(0.1)
+        result = locust.finish()
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and result.returncode == 0, output[-3000:]
+    [window] = json.loads((tmp_out / "run_disruptions.json").read_text())["windows"]
+    assert window["ok"] and f"round trip to its peers {DELAY_RTT_MS:g}ms longer" in window["result"], window
+    [step] = window["steps"]
+    [delayed] = window["members"]
+    assert step["leader_before"] not in (None, delayed) and step["leader_during"] == step["leader_before"], step
+
+    def median(member: str, inside: bool) -> float:
+        # a margin on each side: the proxy's command and the probe's own round trip are not instant
+        begin, end = window["started_at"] + 0.3, window["finished_at"] - 0.3
+        picked = [ms for at, client, ms in probes if client == member and (begin <= at <= end) == inside]
+        assert len(picked) >= 5, (member, inside, probes)
+        return statistics.median(picked)
+
+    others = [client for client in peers if client != delayed]
+    during = {client: median(client, True) for client in peers}
+    outside = {client: median(client, False) for client in peers}
+    print(f"probe round trips, ms: during the window {during}, outside it {outside}")
+    # the same tolerance as etcd's reading of the global round trip above: the proxy never delivers early, a loaded
+    # machine only adds; the other members' links keep the 0 ms asked, their figure the probe's own cost
+    assert DELAY_RTT_MS * 0.8 <= during[delayed] <= DELAY_RTT_MS * 1.5, (during, outside)
+    assert all(during[client] < DELAY_RTT_MS * 0.25 for client in others), (during, outside)
+    assert outside[delayed] < DELAY_RTT_MS * 0.25, (during, outside)  # back to the cluster's own after the window
+
+
+def peer_urls(client_url: str) -> dict[str, str]:
+    """Each member's client URL and the peer URL it advertises (the proxy's port), from etcd's JSON gateway."""
+    request = urllib.request.Request(f"{client_url}/v3/cluster/member/list", data=b"{}", method="POST")
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        members = json.loads(answer.read())["members"]
+    return {member["clientURLs"][0]: member["peerURLs"][0] for member in members}
+
+
+def test_a_delay_needs_the_peer_proxy(tmp_out):
+    args = ("-u", "1", "-t", "1s", "--etcd-local-members", "3", "--etcd-disrupt", "delay@1s+1s=40ms")
+    result = run_locust(*HEADLESS, *args, "EtcdPutUser")
+    assert refusal_line(result) == (
+        "locust-etcd: error: --etcd-disrupt: 'delay:follower@1s+1s=40ms' delays a member's peer links in the peer "
+        "proxy, which --etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as "
+        "10ms"
     )

@@ -15,6 +15,7 @@ from etcd_users.disruptions.schedule import (
     parse_seconds,
 )
 from etcd_users.features import OPTIONS
+from etcd_users.round_trip import PeerRtt
 from etcd_users.settings import DisruptionSettings, SettingsError
 
 URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
@@ -33,13 +34,18 @@ URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
         ("snapshot@400s", Disruption("snapshot", "leader", 400.0)),
         ("snapshot:follower@.5s", Disruption("snapshot", "follower", 0.5)),
         ("compact@60s", Disruption("compact", "", 60.0)),
-        ("compact=1000@60s", Disruption("compact", "", 60.0, keep=1000)),
+        ("compact=1000@60s", Disruption("compact", "", 60.0, value=1000)),
+        ("compact=0@60s", Disruption("compact", "", 60.0, value=0)),
         ("kill:follower@500s+30s", Disruption("kill", "follower", 500.0, 30.0)),
         ("kill@1h+1m", Disruption("kill", "leader", 3600.0, 60.0)),
         ("restart:follower@20s", Disruption("restart", "follower", 20.0)),
         ("restart@20s+2s", Disruption("restart", "leader", 20.0, 2.0)),
         ("freeze:leader@700s+10s", Disruption("freeze", "leader", 700.0, 10.0)),
         (" freeze:leader@700s+10s ", Disruption("freeze", "leader", 700.0, 10.0)),
+        ("delay@2s+4s=40ms", Disruption("delay", "follower", 2.0, 4.0, PeerRtt(40.0))),
+        ("delay:leader@1m+30s=50ms±10ms", Disruption("delay", "leader", 60.0, 30.0, PeerRtt(50.0, 10.0))),
+        (f"delay:{URL_A}@5+1.5s=50ms+-10ms", Disruption("delay", URL_A, 5.0, 1.5, PeerRtt(50.0, 10.0))),
+        ("delay:follower@2s+4s=250us", Disruption("delay", "follower", 2.0, 4.0, PeerRtt(0.25))),
     ],
 )
 def test_each_good_item_parses_to_its_record(item, expected):
@@ -78,9 +84,26 @@ def test_a_schedule_keeps_its_items_in_the_order_given():
         ("snapshot:all@10s", "names member 'all'"),
         ("kill:all@10s+5s", "names member 'all'"),
         ("compact:leader@10s", "names a member, but compact acts on the whole cluster"),
-        ("compact=-1@10s", "has '=' where only compact=KEEP"),
-        ("compact=ten@10s", "has '=' where only compact=KEEP"),
-        ("defrag=5@10s", "has '=' where only compact=KEEP"),
+        ("compact=-1@10s", "has no KEEP after '=': the revisions to keep, a whole number"),
+        ("compact=ten@10s", "has no KEEP after '=': the revisions to keep, a whole number"),
+        ("compact@10s=5", "has its =KEEP in the wrong place; write compact=KEEP@TIME"),
+        (
+            "defrag=5@10s",
+            "has '=' where only compact=KEEP (the revisions to keep, a whole number) or "
+            "delay:MEMBER@TIME+DURATION=RTT (a round trip above zero",
+        ),
+        ("kill@10s+5s=40ms", "has '=' where only compact=KEEP"),
+        ("delay@10s+5s", "has no =RTT: delay needs a round trip above zero as --etcd-local-peer-rtt takes it"),
+        ("delay:follower@10s=40ms", "has no +DURATION: delay needs how long"),
+        ("delay=40ms:follower@10s+5s", "has its =RTT in the wrong place; write delay:MEMBER@TIME+DURATION=RTT"),
+        ("delay@10s+5s=40", "has no RTT after '=': a round trip above zero"),
+        ("delay@10s+5s=", "has no RTT after '='"),
+        ("delay@10s+5s=0ms", "has no RTT after '='"),
+        ("delay@10s+5s=11s", "has no RTT after '='"),
+        ("delay@10s+5s=10ms±20ms", "has no RTT after '='"),
+        ("delay@10s+5s=40ms=1", "has no RTT after '='"),
+        ("delay:all@10s+5s=40ms", "names member 'all'; delay takes follower, leader, a client URL"),
+        ("delay:0@10s+5s=40ms", "names member '0'"),
         ("defrag@10s+5s", "has a +DURATION, which defrag does not take"),
         ("kill:follower@10s", "has no +DURATION: kill needs how long"),
         ("freeze@10s", "has no +DURATION: freeze needs how long"),
@@ -131,6 +154,7 @@ def test_local_endpoints_take_every_action():
     [
         ("defrag@1s,kill:follower@5s+3s", "'kill:follower@5s+3s' signals a member's process"),
         ("partition:leader@5s+3s", "'partition:leader@5s+3s' cuts a member's links in the peer proxy"),
+        ("delay@5s+3s=40ms", "'delay:follower@5s+3s=40ms' delays a member's links in the peer proxy"),
     ],
 )
 def test_local_actions_against_endpoints_the_tool_did_not_start_are_refused_even_when_allowed(items, refused):
@@ -163,18 +187,39 @@ def test_a_follower_needs_more_than_one_member():
         check_allowed(schedule, [URL_A], local=True, allowed=False)
 
 
+# a value each action that needs one takes, and what it parses to
+NEEDED_VALUES = {"RTT": ("40ms", PeerRtt(40.0))}
+
+
 @pytest.mark.parametrize("name", list(ACTIONS))
 def test_every_action_of_the_table_parses_with_its_default_member_and_its_duration(name):
     action, member = ACTIONS[name], ACTIONS[name].default_member
     if action.names_command:  # no default: the command's name
         name, member = f"{name}:drain", "drain"
+    text, value = "", None
+    if action.value is not None and action.value.required:
+        text, value = NEEDED_VALUES[action.value.name]
+        text = f"={text}"
     if action.duration == REQUIRED:
         with pytest.raises(ScheduleError, match=r"has no \+DURATION"):
-            parse_item(f"{name}@1s")
+            parse_item(f"{name}@1s{text}")
     else:
-        assert parse_item(f"{name}@1s") == Disruption(action.name, member, 1.0)
+        assert parse_item(f"{name}@1s{text}") == Disruption(action.name, member, 1.0, value=value)
     if action.duration == NONE:
         with pytest.raises(ScheduleError, match="does not take"):
-            parse_item(f"{name}@1s+2s")
+            parse_item(f"{name}@1s+2s{text}")
     else:
-        assert parse_item(f"{name}@1s+2s") == Disruption(action.name, member, 1.0, 2.0)
+        assert parse_item(f"{name}@1s+2s{text}") == Disruption(action.name, member, 1.0, 2.0, value)
+    if value is not None:
+        with pytest.raises(ScheduleError, match=rf"has no ={action.value.name}: {action.name} needs "):
+            parse_item(f"{name}@1s+2s")
+
+
+def test_a_value_is_where_its_action_writes_it_and_the_help_shows_that_form():
+    assert [ACTIONS[name].form for name in ("compact", "delay", "kill")] == [
+        "compact[=KEEP]",
+        "delay:MEMBER@TIME+DURATION=RTT",
+        "kill",
+    ]
+    assert parse_item("compact=5@1s").keep == 5 and parse_item("compact@1s").keep == 0
+    assert parse_item("delay@1s+2s=40ms±4ms").text == "delay:follower@1s+2s=40ms±4ms"

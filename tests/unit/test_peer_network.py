@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from etcd_users.disruptions.actions import ActionError, agreed_leader, leader_of
 from etcd_users.disruptions.partition import leadership
 from etcd_users.local import ClusterError
 from etcd_users.local.peer_links import PROXY_SCRIPT, PeerLinks
+from etcd_users.local.peer_proxy import PeerProxy
 from etcd_users.settings import Endpoint, SettingsError
 from etcd_users.settings.network import PeerRtt, parse_peer_rtt, timing_ms, timing_warnings
 from etcd_users.transport.errors import EndpointError
@@ -302,3 +304,154 @@ def test_the_leader_after_a_heal_is_the_first_every_member_answers_and_names(mon
     monkeypatch.setattr(partition, "SETTLE_S", 0.0)
     partition._leader_after(_answers(), healed=time.perf_counter(), step=step)  # past SETTLE_S: no poll at all
     assert step == {}
+
+
+# -- a member's own delay, the proxy driven in-process --
+
+
+def _header(sender: str | None, target: str) -> bytes:
+    sent_by = f"X-Server-From: {sender}\r\n" if sender else ""
+    return f"GET /raft/stream/message/x HTTP/1.1\r\nHost: peer\r\n{sent_by}X-Raft-To: {target}\r\n\r\n".encode()
+
+
+async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while data := await reader.read(65536):
+        writer.write(data)
+    writer.close()
+
+
+class Members:
+    """Three links of an in-process proxy, each in front of an echo server standing for member a, b or c."""
+
+    IDS = ("a", "b", "c")
+
+    def __init__(self, proxy: PeerProxy, servers: list) -> None:
+        self.proxy = proxy
+        self.servers = servers
+
+    @classmethod
+    async def start(cls, delay_ms: float = 0.0) -> Members:
+        servers = [await asyncio.start_server(_echo, "127.0.0.1", 0) for _ in cls.IDS]
+        ports = [(free_port(), server.sockets[0].getsockname()[1]) for server in servers]
+        members = cls(PeerProxy(ports, delay_ms), servers)
+        await members.proxy.start()
+        for index, member in enumerate(cls.IDS):  # each link learns its member's ID, as etcd's first requests tell it
+            await members.round_trip_ms(None, index)
+            assert members.proxy.links[index].member_id == member
+        return members
+
+    async def round_trip_ms(self, sender: str | None, index: int) -> float:
+        """The round trip of 4 bytes over a new connection ``sender`` dials to link ``index`` (its header first)."""
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.proxy.links[index].listen_port)
+        header = _header(sender, self.IDS[index])
+        writer.write(header)
+        await reader.readexactly(len(header))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        writer.write(b"ping")
+        await reader.readexactly(4)
+        elapsed = (loop.time() - started) * 1000
+        writer.close()
+        return elapsed
+
+    def close(self) -> None:
+        self.proxy.close()
+        for server in self.servers:
+            server.close()
+
+
+def _in_process(test):
+    async def run():
+        members = await Members.start()
+        try:
+            await test(members)
+        finally:
+            members.close()
+
+    asyncio.run(run())
+
+
+def test_a_member_s_delay_is_on_its_own_link_and_on_the_connections_it_dials_not_between_the_others():
+    async def test(members: Members) -> None:
+        assert members.proxy.command("delay 20 0 1") == "ok delay 20 0 1"  # b: 40 ms more round trip
+        to_b = await members.round_trip_ms(None, 1)  # etcd's prober names no sender: the link's member counts
+        b_to_a, a_to_b = await members.round_trip_ms("b", 0), await members.round_trip_ms("a", 1)
+        c_to_a, a_to_c = await members.round_trip_ms("c", 0), await members.round_trip_ms("a", 2)
+        # lower bounds: the proxy never writes a chunk early; the others' pair only by the loop's own latency
+        assert min(to_b, b_to_a, a_to_b) >= 40 - 1, (to_b, b_to_a, a_to_b)
+        assert max(c_to_a, a_to_c) < 20, (c_to_a, a_to_c)
+        assert ":delay=20+-0" in members.proxy.command("stats").split()[2]
+        assert members.proxy.command("delay 0 0 1") == "ok delay 0 0 1"  # back to none
+        assert await members.round_trip_ms("b", 0) < 20
+        assert ":delay" not in members.proxy.command("stats")
+
+    _in_process(test)
+
+
+def test_a_link_between_two_delayed_members_takes_the_larger_delay_on_top_of_the_global_one():
+    async def test(members: Members) -> None:
+        members.proxy.set_delay(5.0)
+        members.proxy.command("delay 5 0 0")
+        members.proxy.command("delay 20 0 1")
+        # 2 × (5 + max(5, 20)); the sum of the two members' (60 ms) would be 10 ms more
+        assert 50 - 1 <= await members.round_trip_ms("b", 0) < 60, "b dialed a"
+        assert 50 - 1 <= await members.round_trip_ms("a", 1) < 60, "a dialed b"
+        assert 20 - 1 <= await members.round_trip_ms("c", 0) < 40, "c dialed a: a's own and the global one"
+
+    _in_process(test)
+
+
+def test_a_delay_removed_mid_stream_never_writes_a_later_chunk_before_an_earlier_one():
+    async def test(members: Members) -> None:
+        members.proxy.command("delay 50 0 1")
+        reader, writer = await asyncio.open_connection("127.0.0.1", members.proxy.links[1].listen_port)
+        header = _header("a", "b")
+        writer.write(header)
+        await reader.readexactly(len(header))
+        writer.write(b"first")
+        await asyncio.sleep(0.005)  # read by the proxy under the delay
+        members.proxy.command("delay 0 0 1")
+        writer.write(b"second")
+        assert await reader.readexactly(11) == b"firstsecond"
+        writer.close()
+
+    _in_process(test)
+
+
+@pytest.mark.parametrize(
+    "line, answer",
+    [
+        ("delay 20 2 1", "ok delay 20 2 1"),
+        ("delay 20 2 all", "ok delay 20 2 all"),
+        ("delay 5", "ok delay 5 0"),  # the global form is unchanged
+        ("delay 5 1", "ok delay 5 1"),
+        ("delay 20 2 3", "error no link '3': an index from 0 to 2, or all"),
+        ("delay 20 2 -1", "error no link '-1': an index from 0 to 2, or all"),
+        ("delay 2 3 0", "error delay 2 ms with jitter 3 ms: both >= 0, jitter at most the delay"),
+        ("delay nan 0 0", "error delay nan ms with jitter 0 ms: both >= 0, jitter at most the delay"),
+        ("delay 1 0 0 0", "error unknown command 'delay 1 0 0 0'"),
+        ("blackhole -1", "error no link '-1': an index from 0 to 2, or all"),
+    ],
+)
+def test_the_delay_commands_answer_in_one_line(line, answer):
+    proxy = PeerProxy([(free_port(), free_port()) for _ in range(3)])
+    assert proxy.command(line) == answer
+
+
+def test_the_cluster_sets_and_clears_a_member_s_round_trip_through_the_proxy_process(proxied):
+    proxied.delay(0, PeerRtt(40.0, 10.0))
+    assert proxied.command("stats").split()[1].endswith(":delay=20+-5")
+    proxied.undelay(0)
+    assert ":delay" not in proxied.command("stats")
+    with pytest.raises(ClusterError, match=r"refused 'delay 20 0 3'"):
+        proxied.delay(3, PeerRtt(40.0))
+
+
+def test_a_delay_s_leadership_is_told_in_one_line():
+    kept = {"leader_before": "http://a", "term_before": 2, "leader_during": "http://a", "term_during": 2}
+    kept |= {"leader_after": "http://a", "term_after": 2, "settled_after_s": 0.0}
+    assert leadership(kept, partition.DELAYED) == (
+        "leader http://a before (term 2), http://a kept the lead during the delay, http://a the leader 0.00 s after "
+        "its end (term 2)"
+    )
+    assert "no leader agreed on by the members during the delay" in leadership({}, partition.DELAYED)
