@@ -25,6 +25,8 @@ SUFFIXES = {
     "client_cpu": "_client_cpu.csv",
     "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
     "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
+    "evidence": "_evidence.json",  # etcd_users.audit.evidence: a failed audit's offending keys, each member's view
+    "evidence_html": "_evidence.html",  # the same, a timeline per key
     "skew": "_skew.json",  # etcd_users.reporting.key_skew: the puts per key counted from the keys' versions
     "staleness": "_staleness.csv",  # etcd_users.audit.run: how far behind each member's serializable reads were
     "summary": "_summary.json",  # etcd_users.reporting.summary: the run in one file, written at its end

@@ -12,11 +12,12 @@ import sys
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Up to 16 Mi keys (128 MiB) in one array made at the start; a larger key space keeps only the keys written, in a dict
 # (about 100 bytes a key written).
 ARRAY_KEYS_MAX = 1 << 24
+LOST_KEYS_KEPT = 20  # lost keys kept whole per process, for the evidence file; the rest are counted only
 
 
 @dataclass
@@ -32,6 +33,9 @@ class KeyCounts:
     unaudited: int = 0  # writes of keys outside the key space's form (a custom user's): not kept
     deletes: int = 0  # keys this process deleted, acknowledged: another process's vanished keys may be these
     untracked_deletes: bool = False  # deletes of ranges or in nested transactions: keys gone that way are not kept
+
+    # the first LOST_KEYS_KEPT keys judged lost: the key, its acknowledged write and what the read back found
+    lost_keys: list[dict] = field(default_factory=list)
 
     @property
     def lost(self) -> int:
@@ -69,6 +73,10 @@ class Ledger:
             return -1
         index = int(digits)
         return index if index < self.size else -1
+
+    def key_of(self, index: int) -> bytes:
+        """The key of the key space whose counter is ``index``."""
+        return self._head + str(index).zfill(self._digits).encode()
 
     def mark(self, key: bytes) -> int:
         """The mark of ``key``'s latest acknowledged write (revision << 1, | 1 for a delete); 0: none kept."""
@@ -146,14 +154,30 @@ class Ledger:
             if mark & 1:  # a delete: the key may only be back from a later put
                 if modified is not None and modified < acknowledged:
                     counts.stale += 1
+                    self._keep_lost(counts, index, mark, modified, revision, "stale")
             elif modified is None:
                 if index in self.doubtful or index in self.in_flight:
                     counts.doubtful += 1
                 else:
                     counts.vanished += 1
+                    self._keep_lost(counts, index, mark, modified, revision, "vanished")
             elif modified < acknowledged:
                 counts.stale += 1
+                self._keep_lost(counts, index, mark, modified, revision, "stale")
         return counts
+
+    def _keep_lost(self, counts: KeyCounts, index: int, mark: int, modified: int | None, read: int, how: str) -> None:
+        if len(counts.lost_keys) < LOST_KEYS_KEPT:
+            counts.lost_keys.append(
+                {
+                    "key": self.key_of(index).decode(errors="replace"),
+                    "acknowledged": "delete" if mark & 1 else "put",
+                    "acknowledged_revision": mark >> 1,
+                    "read_revision": read,
+                    "found_mod_revision": modified,  # None: absent at the read back
+                    "judged": how,  # stale: older than the acknowledged write; vanished: gone, deleted by no one
+                }
+            )
 
 
 def _dict_bytes(table: dict) -> int:

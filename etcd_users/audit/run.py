@@ -18,6 +18,7 @@ import os
 import time
 from dataclasses import replace
 
+from etcd_users.audit import evidence as evidence_files
 from etcd_users.audit.hashkv import hash_members
 from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.readback import read_back
@@ -117,16 +118,34 @@ class AuditRun(FeatureHooks):
             self.audit.hash_error = str(error)
         except Exception as error:  # whatever the members do, the audit ends with its line: failed, saying why
             self.audit.hash_error = error_detail(error)
+        evidence = self._offending_keys(settings) if self.audit.evidence else None
         local = self.tool.target.local
         if self.audit.failed and local is not None:  # what the members hold is the failure's evidence: not removed
             kept = local.keep_files()
             self.audit.kept = str(kept) if kept is not None else None
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         if prefix:
+            if evidence is not None:
+                self.audit.evidence_files = evidence_files.write(prefix, evidence)
             _write_json(prefix + SUFFIXES["audit"], self.audit.as_json())
             rows = self.audit.staleness().rows()
             if rows:
                 _write_staleness(prefix + SUFFIXES["staleness"], rows)
+
+    def _offending_keys(self, settings) -> dict | None:
+        """The keys lost and those of stale linearizable reads, with every member's view of each; None without any."""
+        lost, violations = self.audit.lost_keys if self.audit.lost else [], self.audit.reads.evidence
+        keys = evidence_files.offending_keys(lost, violations)
+        if not keys:
+            return None
+        try:
+            view = with_probe(
+                replace(settings, target="round-robin"), lambda pool: evidence_files.members_view(pool, keys)
+            )
+        except Exception as error:  # the members' view is a help, not the verdict: the keys are kept without it
+            logger.warning("audit: the members' view of the offending keys could not be read: %s", error_detail(error))
+            view = {}
+        return evidence_files.document(lost, violations, view)
 
     def staleness(self, environment) -> dict[str, MemberStaleness]:
         """The serializable reads of the run's processes per member, for the ``stale:`` gates (judged before

@@ -145,6 +145,7 @@ class Audit:
     hash_error: str | None = None  # why the members could not be hashed
     missing: int = 0  # processes that ran users but sent no counts
     kept: str | None = None  # where the local etcd's data dirs and logs were kept as the failure's evidence
+    evidence_files: list[str] = field(default_factory=list)  # the offending keys and each member's view of them
 
     @property
     def writes(self) -> int:
@@ -239,6 +240,11 @@ class Audit:
             parts.append(f"the members' data and logs kept in {self.kept}")
         return ("audit FAILED: " if self.failed else "audit: ") + "; ".join(parts)
 
+    @property
+    def lost_keys(self) -> list[dict]:
+        """The lost keys each process kept whole (``KeyCounts.lost_keys``), with the process that wrote them."""
+        return [{**item, "process": p.process} for p in self.processes for item in p.keys.lost_keys]
+
     def known_bugs(self) -> list[str]:
         """The known correctness bugs of the members' versions (``etcd_users.known_bugs``) that can fail what failed,
         a line each."""
@@ -319,6 +325,8 @@ class Audit:
             lines.extend(f"audit: linearizability violation: {evidence_line(item)}" for item in reads.evidence)
             if reads.violated > len(reads.evidence):
                 lines.append(f"audit: {reads.violated - len(reads.evidence):,} more violations, counted only")
+        if self.evidence_files:
+            lines.append(f"audit: the offending keys and each member's view of them: {', '.join(self.evidence_files)}")
         lines.extend(f"audit: could not be checked: {reason}" for reason in self.unchecked)
         if self.evidence:
             lines.extend(f"audit: {line}" for line in self.known_bugs())
@@ -349,6 +357,7 @@ class Audit:
             "processes": [process.to_report() for process in self.processes],
             "missing_processes": self.missing,
             "kept": self.kept,
+            "evidence_files": self.evidence_files,
         }
 
 

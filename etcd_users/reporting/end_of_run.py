@@ -30,7 +30,8 @@ NUMBER_WIDTH = 10
 FILE_ORDER = (
     *("latency", "latency_history", "hlog"),
     *("stats", "history", "failures", "exceptions"),
-    *("etcd_metrics", "shape", "capacity", "client_cpu", "disruptions", "audit", "staleness", "skew"),
+    *("etcd_metrics", "shape", "capacity", "client_cpu", "disruptions", "audit", "evidence", "evidence_html"),
+    *("staleness", "skew"),
     "summary",
 )
 

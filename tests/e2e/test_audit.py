@@ -32,6 +32,8 @@ from etcd_users.transport.pool import EndpointPool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+COMPACTED = "mvcc: required revision has been compacted"
+
 LINE = re.compile(r"^audit: (1 member's|3 members') HashKV equal at rev \d+; ([\d,]+) acknowledged writes, 0 lost$")
 
 
@@ -99,6 +101,22 @@ def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(et
     assert not record["passed"] and record["writes"]["lost"] == 10 and record["exit_code"] == 4
     case = ET.parse(junit_path).getroot().find("testsuite/testcase[@classname='audit']")
     assert case is not None and case.find("failure") is not None
+    # the evidence: each deleted key, the put etcd acknowledged of it, and the member's own answer: gone now, there at
+    # the put's revision (unless the local etcd's compaction every 5 s has dropped that revision: etcd says so)
+    files = [str(tmp_out / "run_evidence.json"), str(tmp_out / "run_evidence.html")]
+    assert record["evidence_files"] == files
+    assert f"audit: the offending keys and each member's view of them: {', '.join(files)}" in result.stderr
+    lost = json.loads((tmp_out / "run_evidence.json").read_text())["lost"]
+    assert sorted(item["key"] for item in lost) == keys
+    member = etcd1.endpoints[0]
+    for item in lost:
+        assert (item["judged"], item["acknowledged"], item["found_mod_revision"]) == ("vanished", "put", None)
+        answers = item["members"][member]
+        at_write = answers["at_write"]
+        assert answers["now"]["absent"]
+        assert at_write.get("mod_revision") == item["acknowledged_revision"] or COMPACTED in at_write.get("error", "")
+    page = (tmp_out / "run_evidence.html").read_text()
+    assert all(f"<h3>{key}</h3>" in page for key in keys) and "put acknowledged at rev" in page
 
 
 def test_an_audit_that_cannot_read_back_or_compare_fails_with_its_line_and_file(tmp_out):

@@ -51,8 +51,18 @@ def test_reading_back_finds_stale_vanished_and_later_keys():
     book.delete(key(7), 16)  # present at 8, older than the delete: lost
     book.put(key(8), 40)  # after the read's revision: not judged
     counts = book.check(30, {1: 10, 2: 15, 3: 9, 6: 20, 7: 8})
+    lost_keys = counts.lost_keys
+    counts.lost_keys = []
     assert counts == KeyCounts(writes=8, keys=7, stale=2, vanished=1, later=1, deletes=3)
     assert counts.lost == 3
+    # each lost key whole, for the evidence file: its acknowledged write and what the read back found
+    assert [(k["key"], k["acknowledged"], k["acknowledged_revision"], k["found_mod_revision"]) for k in lost_keys] == [
+        (key(3).decode(), "put", 12, 9),
+        (key(4).decode(), "put", 13, None),
+        (key(7).decode(), "delete", 16, 8),
+    ]
+    assert {k["judged"] for k in lost_keys[::2]} == {"stale"} and lost_keys[1]["judged"] == "vanished"
+    assert {k["read_revision"] for k in lost_keys} == {30}
 
 
 def test_a_key_gone_after_a_delete_whose_answer_never_came_is_doubtful_not_lost():

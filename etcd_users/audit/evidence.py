@@ -1,0 +1,146 @@
+"""The offending keys of a failed audit, beside what every member holds of each: ``PREFIX_evidence.json``, and
+``PREFIX_evidence.html``, a timeline per key in revision order.
+
+For each key lost (``ledger.KeyCounts.lost_keys``) and each linearizable read that did not see a write acknowledged
+before it was sent (``reads.ReadCounts.evidence``): the write etcd acknowledged to the tool, what the tool read, and
+each member's own answer (a serializable read of the member alone) for the key now and at the acknowledged write's
+revision, while etcd still keeps that history. A member that answers otherwise than the others is the one to look at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+
+from etcd3.etcdrpc import rpc_pb2
+
+from etcd_users.files import SUFFIXES
+from etcd_users.transport.errors import error_label
+from etcd_users.transport.pool import EndpointPool
+
+HISTORY_TIMEOUT_S = 5.0  # each member's answer for one key
+
+
+def offending_keys(lost: list[dict], violations: list[dict]) -> list[tuple[str, int]]:
+    """(key, revision of the write the tool knew of) of each key to look at, each once, in the order found."""
+    seen: dict[str, int] = {}
+    for item in lost:
+        seen.setdefault(item["key"], item["acknowledged_revision"])
+    for item in violations:
+        seen.setdefault(item["key"], item["write_revision"])
+    return list(seen.items())
+
+
+async def members_view(pool: EndpointPool, keys: list[tuple[str, int]]) -> dict[str, dict[str, dict]]:
+    """key -> member URL -> its answer now (``now``) and at the write's revision (``at_write``): a version of the key
+    (mod, create revision, version), ``absent``, or etcd's error (a compacted revision)."""
+    members = [
+        (endpoint.url, pool.connections[endpoint][0]) for endpoint in pool.endpoints if pool.connections.get(endpoint)
+    ]
+    view: dict[str, dict[str, dict]] = {key: {} for key, _ in keys}
+    for key, revision in keys:
+        answers = await asyncio.gather(
+            *(_answer(connection, key.encode(), at) for _, connection in members for at in (0, revision))
+        )
+        for index, (url, _) in enumerate(members):
+            view[key][url] = {"now": answers[2 * index], "at_write": answers[2 * index + 1]}
+    return view
+
+
+async def _answer(connection, key: bytes, revision: int) -> dict | str:
+    request = rpc_pb2.RangeRequest(key=key, serializable=True, revision=revision)
+    try:
+        response = await connection.kv.Range(request, timeout=HISTORY_TIMEOUT_S, metadata=connection.metadata)
+    except Exception as error:  # whatever the member says is the evidence, under etcd's or gRPC's label
+        return {"error": error_label(error)}
+    if not response.kvs:
+        return {"absent": True, "member_revision": response.header.revision}
+    kv = response.kvs[0]
+    return {
+        "mod_revision": kv.mod_revision,
+        "create_revision": kv.create_revision,
+        "version": kv.version,
+        "member_revision": response.header.revision,
+    }
+
+
+def document(lost: list[dict], violations: list[dict], view: dict[str, dict[str, dict]]) -> dict:
+    """The evidence file: each lost key and each violation, with every member's view of its key."""
+    return {
+        "lost": [{**item, "members": view.get(item["key"], {})} for item in lost],
+        "linearizability": [{**item, "members": view.get(item["key"], {})} for item in violations],
+    }
+
+
+def write(prefix: str, evidence: dict) -> list[str]:
+    """``PREFIX_evidence.json`` and ``PREFIX_evidence.html``; their paths."""
+    paths = [prefix + SUFFIXES["evidence"], prefix + SUFFIXES["evidence_html"]]
+    with open(paths[0], "w", encoding="utf-8") as out:
+        json.dump(evidence, out, indent=2)
+        out.write("\n")
+    with open(paths[1], "w", encoding="utf-8") as out:
+        out.write(timeline(evidence))
+    return paths
+
+
+def _version(answer: dict) -> str:
+    if "error" in answer:
+        return f"error: {answer['error']}"
+    if answer.get("absent"):
+        return f"absent (member at rev {answer['member_revision']})"
+    return (
+        f"mod rev {answer['mod_revision']}, created at rev {answer['create_revision']}, version {answer['version']} "
+        f"(member at rev {answer['member_revision']})"
+    )
+
+
+def _rows(item: dict, lost: bool) -> list[tuple[int, str, str]]:
+    """(revision, who, what) of one key, in revision order."""
+    if lost:
+        written = item["acknowledged_revision"]
+        found = item["found_mod_revision"]
+        read = "absent" if found is None else f"mod rev {found}"
+        rows = [
+            (written, "the tool", f"{item['acknowledged']} acknowledged at rev {written}"),
+            (item["read_revision"], "the read back", f"{read}: judged {item['judged']}"),
+        ]
+    else:
+        written = item["write_revision"]
+        rows = [
+            (written, "the tool", f"write acknowledged at rev {written}"),
+            (
+                item["read_revision"],
+                item["member"],
+                f"{item['name']} read at rev {item['read_revision']}: {item['reason']}",
+            ),
+        ]
+    for url, answers in sorted(item["members"].items()):
+        rows.append((written, url, f"at rev {written}: {_version(answers['at_write'])}"))
+        now = answers["now"]
+        rows.append((now.get("member_revision", written), url, f"now: {_version(now)}"))
+    return sorted(rows, key=lambda row: row[0])
+
+
+def timeline(evidence: dict) -> str:
+    """A page with a table per key: the tool's write, its read, and each member's answers, in revision order."""
+    parts = [
+        "<!doctype html><meta charset='utf-8'><title>audit evidence</title>",
+        "<style>body{font-family:sans-serif}table{border-collapse:collapse;margin-bottom:1.5em}"
+        "td,th{border:1px solid #bbb;padding:2px 8px;text-align:left}</style>",
+        "<h1>The audit's offending keys</h1>",
+    ]
+    for section, title, lost in (
+        ("lost", "Acknowledged writes lost", True),
+        ("linearizability", "Stale linearizable reads", False),
+    ):
+        items = evidence.get(section) or []
+        if not items:
+            continue
+        parts.append(f"<h2>{title} ({len(items)})</h2>")
+        for item in items:
+            parts.append(f"<h3>{html.escape(item['key'])}</h3><table><tr><th>rev</th><th>who</th><th>what</th></tr>")
+            for revision, who, what in _rows(item, lost):
+                parts.append(f"<tr><td>{revision}</td><td>{html.escape(who)}</td><td>{html.escape(what)}</td></tr>")
+            parts.append("</table>")
+    return "\n".join(parts) + "\n"
