@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import sys
 
 
 def master_port_error(options) -> str:
@@ -32,8 +33,20 @@ def master_port_error(options) -> str:
     return ""
 
 
+def command_line_before_the_runner() -> bool:
+    """The parser being built is the one ``locust.main.main()`` parses the command line with before it makes its
+    runner: not the one its web UI builds later to list the form's options (the master's port is its own by then),
+    nor one built elsewhere."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "main" and frame.f_globals.get("__name__") == "locust.main":
+            return "runner" not in frame.f_locals
+        frame = frame.f_back
+    return False
+
+
 def check_master_port(parser) -> None:
-    """Wrap the parser Locust's ``main()`` parses with, so that its parse ends with this check."""
+    """Wrap the parser Locust's ``main()`` parses the command line with, so that its parse ends with this check."""
     parse_known_args = parser.parse_known_args
 
     def parse_known_args_then_check(*args, **kwargs):

@@ -25,7 +25,7 @@ from etcd_users.key_space_run import KeySpaceFill
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.local import ClusterError
-from etcd_users.master_port import check_master_port
+from etcd_users.master_port import check_master_port, command_line_before_the_runner
 from etcd_users.reporting import end_of_run, final_stats
 from etcd_users.reporting.empty_run import EmptyRun
 from etcd_users.reporting.rate_shortfall import RateShortfall
@@ -36,7 +36,7 @@ from etcd_users.start_checks import checked_settings
 from etcd_users.target_cluster import TargetCluster, delete_prefix
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
-from etcd_users.user_classes import check_class_names, loaded_by_locust_main
+from etcd_users.user_classes import check_class_names
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class EtcdPlugin:
         add_option_groups(parser, self.etcd)
         if self.etcd:
             check_class_names(parser)  # a misspelt class: the nearest name and the list, exit 2, before Locust's own
-        if loaded_by_locust_main() is not None:  # the command line's parse, not a parser the web UI builds
+        if command_line_before_the_runner():
             check_master_port(parser)
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:

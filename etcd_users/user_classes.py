@@ -79,7 +79,7 @@ def check_class_names(parser: argparse.ArgumentParser) -> None:
     ``main()``, which is on the stack now; elsewhere (a parser Locust's web UI builds to list the form's options,
     a test's) there is nothing to check against, and the names are left to Locust.
     """
-    loaded = loaded_by_locust_main()
+    loaded = _loaded_by_locust_main()
     action = next((action for action in parser._actions if action.dest == USER_CLASSES_DEST), None)
     if loaded is None or action is None:
         return
@@ -112,7 +112,7 @@ def check_class_names(parser: argparse.ArgumentParser) -> None:
             sys.exit(2)
 
 
-def loaded_by_locust_main() -> tuple[set[str], list[str]] | None:
+def _loaded_by_locust_main() -> tuple[set[str], list[str]] | None:
     """The User class names and the locustfiles of the ``locust.main.main()`` on this stack, None without one."""
     frame = sys._getframe(1)
     while frame is not None:

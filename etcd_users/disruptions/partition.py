@@ -16,6 +16,7 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 import math
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import gevent
 
@@ -36,69 +37,55 @@ DELAYED = ("the delay", "its end", "the members")
 def partition(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
     """Cut the member named (the leader, a follower or a client URL) off from its peers for the disruption's duration;
     healed when this returns, also when the greenlet is killed on the way (the run stops)."""
-    status = resolve(disruption.member, statuses)[0]
-    url = status.endpoint.url
-    index = cluster.endpoints.index(url)
-    done.members = [url]
-    leader = agreed_leader(statuses)
-    before = leader.member_id if leader else None
-    step = {"member": url, "leader_before": leader and leader.endpoint.url, "term_before": _term(statuses)}
-    done.steps.append(step)
-    cut, watcher = False, None
-    try:
-        done.start()
-        began = time.perf_counter()
-        cluster.blackhole_member(index)
-        cut = True
-        watcher = gevent.spawn(_leaders_during, call, status.member_id, before, began, step)
-        gevent.sleep(disruption.duration)
-        watcher.kill()
-        back = time.perf_counter()
-        cluster.heal_member(index)
-        cut = False
-        _leader_after(call, back, step)
-        done.result = f"{url} cut off from its peers for {back - began:.2f} s; {leadership(step)}"
-    finally:
-        if watcher is not None:  # the run stops: no poll outlives the master's connections
-            watcher.kill()
-        if cut:  # the member is back before the clean-up and the local etcd's end
-            cluster.heal_member(index)
+    _links_window(cluster, statuses, disruption, done, call, None)
 
 
 def delay(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
     """Add the disruption's round trip (``value``) to the links of the member named (the leader, a follower or a client
     URL) for its duration; back to the cluster's own when this returns, also when the greenlet is killed on the way."""
-    rtt: PeerRtt = disruption.value
+    _links_window(cluster, statuses, disruption, done, call, disruption.value)
+
+
+def _links_window(
+    cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call, rtt: PeerRtt | None
+) -> None:
+    """The member's peer links cut (``rtt`` None) or slowed by ``rtt`` for the disruption's duration, with the leaders
+    before, during and after; the links are whole again when this returns, however it ends."""
     status = resolve(disruption.member, statuses)[0]
     url = status.endpoint.url
     index = cluster.endpoints.index(url)
     done.members = [url]
     leader = agreed_leader(statuses)
     before = leader.member_id if leader else None
-    step = {"member": url, "rtt": str(rtt), "leader_before": leader and leader.endpoint.url}
-    step["term_before"] = _term(statuses)
+    step = {"member": url, **({"rtt": str(rtt)} if rtt is not None else {})}
+    step.update(leader_before=leader and leader.endpoint.url, term_before=_term(statuses))
     done.steps.append(step)
-    delayed, watcher = False, None
+    if rtt is None:
+        apply, undo, words = partial(cluster.blackhole_member, index), partial(cluster.heal_member, index), CUT
+        what = f"{url} cut off from its peers"
+    else:
+        apply, undo, words = partial(cluster.delay_member, index, rtt), partial(cluster.undelay_member, index), DELAYED
+        what = f"{url}'s round trip to its peers {rtt} longer"
+    applied, watcher = False, None
     try:
         done.start()
         began = time.perf_counter()
-        cluster.delay_member(index, rtt)
-        delayed = True
-        watcher = gevent.spawn(_leaders_during, call, None, before, began, step)
+        apply()
+        applied = True
+        # a cut member's own view of the leader does not count; a slowed one's does
+        watcher = gevent.spawn(_leaders_during, call, status.member_id if rtt is None else None, before, began, step)
         gevent.sleep(disruption.duration)
         watcher.kill()
         back = time.perf_counter()
-        cluster.undelay_member(index)
-        delayed = False
+        undo()
+        applied = False
         _leader_after(call, back, step)
-        done.result = (
-            f"{url}'s round trip to its peers {rtt} longer for {back - began:.2f} s; {leadership(step, DELAYED)}"
-        )
+        done.result = f"{what} for {back - began:.2f} s; {leadership(step, words)}"
     finally:
         if watcher is not None:  # the run stops: no poll outlives the master's connections
             watcher.kill()
-        if delayed:  # the links are back to the cluster's own before the clean-up and the local etcd's end
-            cluster.undelay_member(index)
+        if applied:  # the links are whole before the clean-up and the local etcd's end
+            undo()
 
 
 def _term(statuses: list[MemberStatus]) -> int | None:

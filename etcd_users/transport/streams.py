@@ -38,7 +38,47 @@ class KeepAliveStream:
         self._call.cancel()
 
 
-class WatchFanOut:
+class ResumingStreams:
+    """Watch streams whose reader opens a stream again on another member (``reopen``) when it breaks, after
+    REOPEN_BACKOFF_S (doubled while it fails, up to REOPEN_BACKOFF_MAX_S). A subclass creates a stream's watchers
+    (``_create``, again on the new stream, each from where it stopped) and reads a stream's responses
+    (``_read_events``); it starts ``_read`` for each stream once its own state is made."""
+
+    def __init__(self, connection: Connection, streams: int, reopen: Callable[[Connection], Connection] | None) -> None:
+        self._cancelled = False
+        self._reopen = reopen or (lambda broken: broken)
+        self._connections = [connection] * streams
+        self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
+        self._reopened = [0] * streams  # times each stream broke and was opened again
+
+    async def _create(self, call, stream: int) -> None:
+        raise NotImplementedError
+
+    async def _read_events(self, call, stream: int) -> None:
+        raise NotImplementedError
+
+    async def _read(self, stream: int) -> None:
+        backoff = REOPEN_BACKOFF_S
+        while True:
+            try:
+                await self._read_events(self._calls[stream], stream)
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                pass  # the stream broke: opened again below
+            if self._cancelled:
+                return
+            await asyncio.sleep(backoff)  # a member that refuses at once is not asked again in a busy loop
+            backoff = min(2 * backoff, REOPEN_BACKOFF_MAX_S)
+            connection = self._connections[stream] = self._reopen(self._connections[stream])
+            call = self._calls[stream] = connection.watch.Watch(metadata=connection.metadata)
+            try:
+                await self._create(call, stream)
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                continue  # read, and fail, once more: then the next member
+            self._reopened[stream] += 1
+            backoff = REOPEN_BACKOFF_S
+
+
+class WatchFanOut(ResumingStreams):
     """``streams`` watch streams with ``watchers`` watchers each, all on one key.
 
     Events are matched to puts by revision, so another writer of the same key costs nothing but ignored events.
@@ -63,11 +103,9 @@ class WatchFanOut:
         counts: WatchCounts | None = None,
         reopen: Callable[[Connection], Connection] | None = None,
     ) -> None:
+        super().__init__(connection, streams, reopen)
         self.key = key
         self.expected = streams * watchers
-        self._connections = [connection] * streams
-        self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
-        self._reopen = reopen or (lambda broken: broken)
         self._watchers = watchers
         self._arrivals: dict[int, list[float]] = collections.defaultdict(list)
         self._waiting: dict[int, asyncio.Future] = {}
@@ -75,13 +113,11 @@ class WatchFanOut:
         self._all_created = asyncio.get_running_loop().create_future()
         self._counts = counts
         self._in_order = self._disordered = self._repeated = self._broken = 0
-        self._cancelled = False
         self._undelivered: dict[int, int] = {}  # revision of an acknowledged put -> watchers still to deliver it
         # per stream, per watcher (in the order it was created): the revision of its latest event
         self._latest = [[0] * watchers for _ in range(streams)]
         self._slots: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: etcd's watch id -> watcher
         self._opened_at = [0] * streams  # the revision a stream's watchers were created at: they watch from after it
-        self._reopened = [0] * streams  # times each stream broke and was opened again
         loop = asyncio.get_running_loop()
         self._readers = [loop.create_task(self._read(index)) for index in range(streams)]
 
@@ -99,26 +135,6 @@ class WatchFanOut:
             start = max(latest, self._opened_at[stream]) + 1 if self._opened_at[stream] else 0
             create = rpc_pb2.WatchCreateRequest(key=self.key, start_revision=start)
             await call.write(rpc_pb2.WatchRequest(create_request=create))
-
-    async def _read(self, stream: int) -> None:
-        backoff = REOPEN_BACKOFF_S
-        while True:
-            try:
-                await self._read_events(self._calls[stream], stream)
-            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                pass  # the stream broke: opened again below
-            if self._cancelled:
-                return
-            await asyncio.sleep(backoff)  # a member that refuses at once is not asked again in a busy loop
-            backoff = min(2 * backoff, REOPEN_BACKOFF_MAX_S)
-            connection = self._connections[stream] = self._reopen(self._connections[stream])
-            call = self._calls[stream] = connection.watch.Watch(metadata=connection.metadata)
-            try:
-                await self._create(call, stream)
-            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                continue  # read, and fail, once more: then the next member
-            self._reopened[stream] += 1
-            backoff = REOPEN_BACKOFF_S
 
     async def _read_events(self, call, stream: int) -> None:
         latest, slots = self._latest[stream], self._slots[stream]

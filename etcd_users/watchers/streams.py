@@ -13,17 +13,16 @@ import asyncio
 import time
 from collections.abc import Callable
 
-import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.pool import Connection
-from etcd_users.transport.streams import REOPEN_BACKOFF_MAX_S, REOPEN_BACKOFF_S
+from etcd_users.transport.streams import ResumingStreams
 from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.tally import bucket, cancel_label
 
 
-class PrefixWatchers:
+class PrefixWatchers(ResumingStreams):
     def __init__(
         self,
         connection: Connection,
@@ -35,27 +34,24 @@ class PrefixWatchers:
         counts: WatchCounts | None = None,
         reopen: Callable[[Connection], Connection] | None = None,
     ) -> None:
+        super().__init__(connection, streams, reopen)
         self.expected = streams * watchers
         self._request = request
+        self._delays = delays
         self._watchers = watchers
         self._process = process
         self._counts = counts
         self._created = 0
         self._all_created = asyncio.get_running_loop().create_future()
         self._in_order = self._disordered = self._split = self._repeated = self._ahead = self._broken = 0
-        self._cancelled = False
-        self._reopen = reopen or (lambda broken: broken)
-        self._connections = [connection] * streams
-        self._calls = [connection.watch.Watch(metadata=connection.metadata) for _ in range(streams)]
         # per stream, per watcher (in the order it was created): its latest event's revision and key, its largest lag
         self._latest = [[0] * watchers for _ in range(streams)]
         self._last_key = [[b""] * watchers for _ in range(streams)]
         self._worst: list[dict[int, int]] = [{} for _ in range(streams)]
         self._slots: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: etcd's watch id -> watcher
         self._opened_at = [0] * streams  # the revision a stream's watchers were created at
-        self._reopened = [0] * streams  # times each stream broke and was opened again
         loop = asyncio.get_running_loop()
-        self._readers = [loop.create_task(self._read(stream, delay)) for stream, delay in enumerate(delays)]
+        self._readers = [loop.create_task(self._read(stream)) for stream in range(streams)]
         process.live.add(self)
 
     async def start(self, timeout: float) -> None:
@@ -77,27 +73,8 @@ class PrefixWatchers:
                 )
             await call.write(rpc_pb2.WatchRequest(create_request=request))
 
-    async def _read(self, stream: int, delay: float) -> None:
-        backoff = REOPEN_BACKOFF_S
-        while True:
-            try:
-                await self._read_responses(self._calls[stream], stream, delay)
-            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                pass  # the stream broke: opened again below
-            if self._cancelled:
-                return
-            await asyncio.sleep(backoff)  # a member that refuses at once is not asked again in a busy loop
-            backoff = min(2 * backoff, REOPEN_BACKOFF_MAX_S)
-            connection = self._connections[stream] = self._reopen(self._connections[stream])
-            call = self._calls[stream] = connection.watch.Watch(metadata=connection.metadata)
-            try:
-                await self._create(call, stream)
-            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                continue  # read, and fail, once more: then the next member
-            self._reopened[stream] += 1
-            backoff = REOPEN_BACKOFF_S
-
-    async def _read_responses(self, call, stream: int, delay: float) -> None:
+    async def _read_events(self, call, stream: int) -> None:
+        delay = self._delays[stream]
         process = self._process
         tally = process.tally
         by_response = tally.by_response
