@@ -310,7 +310,8 @@ class Audit:
                 f"audit: watch streams of {watches.watchers:,} watchers: {watches.missed:,} acknowledged puts not "
                 f"delivered to a watcher, {watches.repeated:,} events delivered twice, {watches.disordered:,} below "
                 f"the watcher's previous revision, {watches.split:,} responses that split a revision's events, "
-                f"{watches.ahead:,} events after a progress notification at or above their revision"
+                f"{watches.ahead:,} events after a progress notification at or above their revision, "
+                f"{watches.prev_kv_wrong:,} prevKVs not the version delivered before"
             )
         reads = self.reads
         if reads.violated:

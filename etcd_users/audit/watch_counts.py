@@ -24,6 +24,8 @@ class WatchCounts:
     # had said every event up to it was sent
     ahead: int = 0
     resumed: int = 0  # streams that broke and were opened again, each watcher from the revision after its last event
+    prev_kv_checked: int = 0  # events whose prevKV could be checked against the key's version delivered before
+    prev_kv_wrong: int = 0  # and of those, prevKVs that were not that version (or present after a delete)
 
     def add(self, other: WatchCounts) -> None:
         for field in fields(self):
@@ -31,9 +33,9 @@ class WatchCounts:
 
     @property
     def violations(self) -> int:
-        """Events or puts that broke a guarantee: out of order, repeated, missed, split, or behind a progress
-        notification."""
-        return self.disordered + self.repeated + self.missed + self.split + self.ahead
+        """Events or puts that broke a guarantee: out of order, repeated, missed, split, behind a progress
+        notification, or with a wrong prevKV."""
+        return self.disordered + self.repeated + self.missed + self.split + self.ahead + self.prev_kv_wrong
 
     def describe(self) -> str:
         """``2,565 watch events in order, 0 missed, 0 repeated, 0 out of order, 0 split, 0 behind a progress
@@ -42,6 +44,8 @@ class WatchCounts:
             f"{self.in_order:,} watch events in order, {self.missed:,} missed, {self.repeated:,} repeated, "
             f"{self.disordered:,} out of order, {self.split:,} split, {self.ahead:,} behind a progress notification"
         )
+        if self.prev_kv_checked:
+            text += f", {self.prev_kv_wrong:,} of {self.prev_kv_checked:,} prevKV wrong"
         if self.resumed:
             text += f" ({self.resumed:,} streams resumed after they broke)"
         if self.broken:

@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from etcd3.etcdrpc import rpc_pb2
+from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
 from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.pool import Connection
@@ -48,6 +48,10 @@ class PrefixWatchers(ResumingStreams):
         self._latest = [[0] * watchers for _ in range(streams)]
         self._last_key = [[b""] * watchers for _ in range(streams)]
         self._worst: list[dict[int, int]] = [{} for _ in range(streams)]
+        # with prev_kv, the first watcher's keys: the mod revision it delivered last (0: deleted); one watcher per
+        # user is checked, so that the memory is a key space's, not a key space per watcher
+        self._seen: dict[bytes, int] = {}
+        self._prev_kv_checked = self._prev_kv_wrong = 0
         self._slots: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: etcd's watch id -> watcher
         self._opened_at = [0] * streams  # the revision a stream's watchers were created at
         loop = asyncio.get_running_loop()
@@ -138,6 +142,8 @@ class PrefixWatchers(ResumingStreams):
                     self._disordered += 1
             latest[slot] = previous
             last_key[slot] = events[-1].kv.key
+            if slot == 0 and stream == 0 and self._request.prev_kv:
+                self._check_prev_kv(events)
             lag = bucket(process.newest - previous)
             by_response[lag] = by_response.get(lag, 0) + 1
             if lag > worst.get(slot, -1):
@@ -149,6 +155,21 @@ class PrefixWatchers(ResumingStreams):
                     append((event.kv.mod_revision, arrival, b"", False))
             if delay:
                 await asyncio.sleep(delay * count)
+
+    def _check_prev_kv(self, events) -> None:
+        """The first watcher's prevKV of each event: the version of the key it delivered last, or none after a delete.
+        A prevKV missing after a put is not judged: etcd leaves it out when that revision is compacted."""
+        seen = self._seen
+        for event in events:
+            kv = event.kv
+            last = seen.get(kv.key)
+            if last is not None and event.HasField("prev_kv"):
+                self._prev_kv_checked += 1
+                if event.prev_kv.mod_revision != last:  # 0: the key was deleted, so there is no previous version
+                    self._prev_kv_wrong += 1
+            elif last == 0:
+                self._prev_kv_checked += 1
+            seen[kv.key] = 0 if event.type == kv_pb2.Event.DELETE else kv.mod_revision
 
     def cancel(self) -> None:
         """Close the streams; add each watcher's largest lag to the tally and the order to the audit's counts."""
@@ -176,6 +197,8 @@ class PrefixWatchers(ResumingStreams):
                     split=self._split,
                     ahead=self._ahead,
                     resumed=sum(self._reopened),
+                    prev_kv_checked=self._prev_kv_checked,
+                    prev_kv_wrong=self._prev_kv_wrong,
                 )
             )
             self._counts = None

@@ -149,3 +149,18 @@ def test_prefix_watchers_on_a_killed_member_resume_on_another_and_repeat_nothing
     assert [watches[name] for name in ("repeated", "disordered", "split", "ahead", "broken")] == [0] * 5, watches
     assert watches["in_order"] > 0
     assert int(stats_rows(prefix)["watch/event"]["Failure Count"]) == 0
+
+
+@pytest.mark.slow
+def test_each_prev_kv_a_prefix_watcher_gets_is_the_version_it_delivered_before(etcd1, tmp_out):
+    """Puts and deletes on fifty keys: the first watcher's prevKV of each event is the key's version it delivered last,
+    none after a delete."""
+    classes = ("EtcdPutUser", "EtcdMixedUser", "EtcdWatcherUser", "--etcd-mix", "put:50,delete:50")
+    keys = ("--etcd-prefix", "/watchers-prev-kv/", "--etcd-cleanup", "--etcd-key-space-size", "50")
+    watch = ("--etcd-watch-prev-kv", "--etcd-watch-streams", "2", "--etcd-watchers-per-stream", "5")
+    args = (*classes, *keys, *watch, "--etcd-user-rate", "50")
+    result = run_locust(*headless_args(etcd1, tmp_out / "run", *args, users=6, seconds=5))
+    assert result.returncode == 0, result.stderr[-3000:]
+    watches = json.loads((tmp_out / "run_audit.json").read_text())["watches"]
+    assert watches["prev_kv_checked"] > 0 and watches["prev_kv_wrong"] == 0, watches
+    assert f"0 of {watches['prev_kv_checked']:,} prevKV wrong" in result.stderr

@@ -220,19 +220,23 @@ def test_lost_writes_and_missed_watch_events_fail():
     assert missed.failed and "1 acknowledged puts not delivered" in missed.error_lines()[0]
 
 
-@pytest.mark.parametrize("guarantee", ["repeated", "disordered", "split", "ahead"])
+@pytest.mark.parametrize("guarantee", ["repeated", "disordered", "split", "ahead", "prev_kv_wrong"])
 def test_each_watch_guarantee_broken_fails_the_audit_with_its_count(guarantee):
-    watches = WatchCounts(watchers=2, in_order=5, **{guarantee: 3})
+    watches = WatchCounts(watchers=2, in_order=5, prev_kv_checked=5 * (guarantee == "prev_kv_wrong"), **{guarantee: 3})
     audit = Audit([ProcessAudit("local", watches=watches)], hashes(1))
     assert audit.failed and audit.as_json()["exit_code"] == 4
     assert audit.as_json()["processes"][0]["watches"][guarantee] == 3
-    shown = {"repeated": "3 repeated", "disordered": "3 out of order", "split": "3 split", "ahead": "3 behind a"}
+    shown = {
+        **{"repeated": "3 repeated", "disordered": "3 out of order", "split": "3 split", "ahead": "3 behind a"},
+        "prev_kv_wrong": "3 of 5 prevKV wrong",
+    }
     assert shown[guarantee] in audit.line()
     told = {
         "repeated": "3 events delivered twice",
         "disordered": "3 below the watcher's previous revision",
         "split": "3 responses that split a revision's events",
         "ahead": "3 events after a progress notification at or above their revision",
+        "prev_kv_wrong": "3 prevKVs not the version delivered before",
     }
     assert told[guarantee] in audit.error_lines()[0]
 

@@ -174,10 +174,10 @@ def test_a_stream_that_breaks_is_opened_again_on_another_member_from_each_watche
     assert (counts.resumed, counts.in_order, counts.violations, counts.broken) == (1, 6, 0, 0)
 
 
-async def prefix_watchers(responses: list[rpc_pb2.WatchResponse]) -> WatchCounts:
+async def prefix_watchers(responses: list[rpc_pb2.WatchResponse], prev_kv: bool = False) -> WatchCounts:
     """One stream of one prefix watcher (id 0) that receives ``responses``, then is cancelled."""
     connection, counts = Connection(1), WatchCounts()
-    request = rpc_pb2.WatchCreateRequest(key=b"/locust-etcd/", range_end=b"/locust-etcd0")
+    request = rpc_pb2.WatchCreateRequest(key=b"/locust-etcd/", range_end=b"/locust-etcd0", prev_kv=prev_kv)
     watchers = PrefixWatchers(connection, request, 1, 1, [0.0], ProcessWatchers(), counts)
     connection.streams[0].responses.put_nowait(created(0))
     await watchers.start(timeout=1)
@@ -254,3 +254,26 @@ def test_a_kubernetes_resource_watch_counts_the_guarantees_its_watchers_break():
 
     counts = asyncio.run(scenario())
     assert (counts.watchers, counts.in_order, counts.repeated, counts.split, counts.disordered) == (1, 4, 1, 1, 1)
+
+
+def change(revision: int, key: bytes, previous: int | None, delete: bool = False) -> rpc_pb2.WatchResponse:
+    """A response of watcher 0 with one event of ``key``, its prevKV at ``previous`` (None: without one)."""
+    kind = kv_pb2.Event.DELETE if delete else kv_pb2.Event.PUT
+    event = kv_pb2.Event(type=kind, kv=kv_pb2.KeyValue(key=key, mod_revision=revision))
+    if previous is not None:
+        event.prev_kv.CopyFrom(kv_pb2.KeyValue(key=key, mod_revision=previous))
+    return rpc_pb2.WatchResponse(watch_id=0, events=[event])
+
+
+def test_a_prefix_watcher_s_prev_kv_is_the_version_of_the_key_it_delivered_before():
+    a, b = b"/locust-etcd/a", b"/locust-etcd/b"
+    right = [change(11, a, 5), change(12, a, 11), change(13, a, 12, delete=True), change(14, a, None)]
+    right.append(change(15, b, None))
+    counts = asyncio.run(prefix_watchers(right, prev_kv=True))
+    # the first event of each key is not judged (its version before the watch is not known); 12, 13 and 14 are
+    assert (counts.prev_kv_checked, counts.prev_kv_wrong, counts.violations) == (3, 0, 0)
+    wrong = [change(11, a, 5), change(12, a, 9), change(13, a, 12, delete=True), change(14, a, 13)]
+    counts = asyncio.run(prefix_watchers(wrong, prev_kv=True))
+    assert (counts.prev_kv_checked, counts.prev_kv_wrong, counts.violations) == (3, 2, 2)
+    compacted = [change(11, a, 5), change(12, a, None)]  # etcd leaves out a prevKV it compacted: not judged
+    assert asyncio.run(prefix_watchers(compacted, prev_kv=True)).prev_kv_checked == 0
