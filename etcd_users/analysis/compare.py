@@ -106,6 +106,9 @@ def load_side(spec: str, role: str) -> Side:
     directory = Path(spec)
     if directory.is_dir() and (directory / "suite.json").is_file():
         return _suite_side(directory, spec, role)
+    place, _, axis = spec.rpartition(":")
+    if place and "=" in axis and (Path(place) / "suite.json").is_file():  # DIR:AXIS=VALUE, one value of an axis
+        return _suite_side(Path(place), spec, role, tuple(axis.split("=", 1)))
     prefixes: list[str] = []
     for part in (part.strip() for part in spec.split(",")):
         if not part:
@@ -139,17 +142,35 @@ def _label(prefix: str, prefixes: list[str]) -> str:
     return f"{path.parent.name}/{path.name}" if same_name else path.name
 
 
-def _suite_side(directory: Path, spec: str, role: str) -> Side:
+def _suite_side(directory: Path, spec: str, role: str, only: tuple[str, str] | None = None) -> Side:
+    """A suite's combinations, each a cell; with ``only`` (axis, value) those with that value, each labelled by its
+    other axes, so that two values of one axis of a suite compare as two suites would."""
     directory, document = read_suite(directory)
     cells = {}
-    for combination in document["combinations"]:
+    combinations = [(c, str(c["label"]).split(" ")) for c in document["combinations"]]  # its axes' name=value
+    if only is not None:
+        named = f"{only[0]}="
+        found = [(c, tokens) for c, tokens in combinations if any(t.startswith(named) for t in tokens)]
+        if not found:
+            raise AnalysisError(
+                f"{role} {spec}: the suite has no axis {only[0]!r}; give DIR:AXIS=VALUE, one of its axes"
+            )
+        combinations = [
+            (c, [t for t in tokens if not t.startswith(named)]) for c, tokens in found if "=".join(only) in tokens
+        ]
+        if not combinations:
+            values = ", ".join(
+                dict.fromkeys(t[len(named) :] for _, tokens in found for t in tokens if t.startswith(named))
+            )
+            raise AnalysisError(f"{role} {spec}: no combination has {'='.join(only)} (its values: {values})")
+    for combination, tokens in combinations:
         runs = [
             load_run(str(directory / entry["prefix"]), entry["prefix"])
             for entry in combination["runs"]
             if entry["status"] == RUN_DONE
         ]
         if runs:
-            cells[str(combination["label"])] = runs
+            cells[" ".join(tokens) or "(single combination)"] = runs
     if not cells:
         raise AnalysisError(f"{role} suite {directory} has no completed run")
     return Side(role, spec, cells, suite=True)

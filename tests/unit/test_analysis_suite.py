@@ -402,3 +402,17 @@ def test_errors_are_one_line(suite_dir: Path, tmp_path: Path) -> None:
     assert_one_line_error(
         cli("suite", FIXTURE, "--metrics", "qps,p95"), "--metrics: unknown p95; known: qps, p50, p90, p99, p99.9, error"
     )
+
+
+def test_one_value_of_a_suite_axis_is_a_side_whose_cells_are_named_by_the_other_axes(suite_dir: Path) -> None:
+    from etcd_users.analysis.compare import load_side
+    from etcd_users.analysis.load import AnalysisError
+
+    side = load_side(f"{suite_dir}:users=64", "candidate")
+    assert side.suite and list(side.cells) == ["conns=8 target=leader"]
+    runs = side.cells["conns=8 target=leader"]
+    assert runs and all(run.label.startswith("users=64_conns=8_target=leader/rep") for run in runs)
+    with pytest.raises(AnalysisError, match=r"no combination has users=2 \(its values: 1, 64\)"):
+        load_side(f"{suite_dir}:users=2", "baseline")
+    with pytest.raises(AnalysisError, match=r"the suite has no axis 'members'"):
+        load_side(f"{suite_dir}:members=3", "baseline")
