@@ -38,13 +38,18 @@ async def members_view(pool: EndpointPool, keys: list[tuple[str, int]]) -> dict[
     members = [
         (endpoint.url, pool.connections[endpoint][0]) for endpoint in pool.endpoints if pool.connections.get(endpoint)
     ]
-    view: dict[str, dict[str, dict]] = {key: {} for key, _ in keys}
-    for key, revision in keys:
-        answers = await asyncio.gather(
-            *(_answer(connection, key.encode(), at) for _, connection in members for at in (0, revision))
-        )
-        for index, (url, _) in enumerate(members):
-            view[key][url] = {"now": answers[2 * index], "at_write": answers[2 * index + 1]}
+    asked = [
+        (key, url, when, at)
+        for key, revision in keys
+        for url, _ in members
+        for when, at in (("now", 0), ("at_write", revision))
+    ]
+    connections = dict(members)
+    # all at once: a member that does not answer costs HISTORY_TIMEOUT_S in all, not per key
+    answers = await asyncio.gather(*(_answer(connections[url], key.encode(), at) for key, url, _, at in asked))
+    view: dict[str, dict[str, dict]] = {key: {url: {} for url, _ in members} for key, _ in keys}
+    for (key, url, when, _), answer in zip(asked, answers, strict=True):
+        view[key][url][when] = answer
     return view
 
 
