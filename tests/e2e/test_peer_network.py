@@ -239,9 +239,11 @@ def test_a_delayed_follower_s_links_take_the_round_trip_asked_and_the_others_do_
     during = {client: median(client, True) for client in peers}
     outside = {client: median(client, False) for client in peers}
     print(f"probe round trips, ms: during the window {during}, outside it {outside}")
-    # the same tolerance as etcd's reading of the global round trip above: the proxy never delivers early, a loaded
-    # machine only adds; the other members' links keep the 0 ms asked, their figure the probe's own cost
-    assert DELAY_RTT_MS * 0.8 <= during[delayed] <= DELAY_RTT_MS * 1.5, (during, outside)
+    # the same tolerance as etcd's reading of the global round trip above, and what the machine's load adds to every
+    # probe at the time (the other members' links keep the 0 ms asked: their figure is the probe's own cost): the
+    # proxy never delivers early; the delay applied twice (80 ms) would be over
+    own_cost = max(during[client] for client in others)
+    assert DELAY_RTT_MS * 0.8 <= during[delayed] <= DELAY_RTT_MS * 1.5 + own_cost, (during, outside)
     assert all(during[client] < DELAY_RTT_MS * 0.25 for client in others), (during, outside)
     assert outside[delayed] < DELAY_RTT_MS * 0.25, (during, outside)  # back to the cluster's own after the window
 

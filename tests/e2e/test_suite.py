@@ -157,6 +157,7 @@ def test_ready_suites_and_their_quick_sections_are_valid():
         "suites/single-vs-three-members.yaml",
         "suites/tls-put-concurrency-ladder.yaml",
         "suites/v2-benchmark-grid.yaml",
+        "suites/version-compare.yaml",
         "suites/ycsb.yaml",
     ]
     result = run_suite("check", *suites)
