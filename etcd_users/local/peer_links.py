@@ -99,7 +99,10 @@ class PeerLinks:
         reader.start()
         reader.join(timeout)
         if reader.is_alive():
+            # a proxy that does not answer is stopped, and reaped: a later command finds it gone rather than start a
+            # second read of the pipe beside the one still blocked on it
             self.process.kill()
+            self.process.wait()
             return ""
         return lines[0].strip() if lines else ""
 
