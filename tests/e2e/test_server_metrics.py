@@ -158,7 +158,7 @@ def test_a_db_near_its_quota_is_a_warning_and_gets_no_burst(tmp_out):
         assert used < 0.95
         puts_before = scrape(cluster.metrics_urls[0]).grpc.get(("Put", "OK"), 0)
         slow = ("--etcd-user-rate", "1", "--etcd-val-size", "16")  # a couple of puts: the quota is not reached
-        result = run(cluster, tmp_out, *slow, users=1, seconds=1)
+        result = run(cluster, tmp_out, *slow, users=1, seconds=3)
         assert result.returncode == 0, result.stderr[-3000:]
         lines = preflight_lines(result.stderr)
         [info] = [line for line in lines if "/INFO/" in line]
@@ -175,7 +175,7 @@ def test_a_db_near_its_quota_is_a_warning_and_gets_no_burst(tmp_out):
 def test_skip_preflight_writes_nothing_but_still_reports(etcd1, tmp_out):
     puts_before = scrape(etcd1.metrics_urls[0]).grpc.get(("Put", "OK"), 0)
     slow = ("--etcd-user-rate", "1", "--etcd-val-size", "16", "--etcd-skip-preflight", "--etcd-cleanup")
-    result = run(etcd1, tmp_out, *slow, users=1, seconds=1)
+    result = run(etcd1, tmp_out, *slow, users=1, seconds=3)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = preflight_lines(result.stderr)
     assert not [line for line in lines if "pre-flight:" in line], lines
