@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import errno
 import socket
-import sys
+
+from etcd_users.user_classes import locust_main_locals
 
 
 def master_port_error(options) -> str:
@@ -37,12 +38,8 @@ def command_line_before_the_runner() -> bool:
     """The parser being built is the one ``locust.main.main()`` parses the command line with before it makes its
     runner: not the one its web UI builds later to list the form's options (the master's port is its own by then),
     nor one built elsewhere."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "main" and frame.f_globals.get("__name__") == "locust.main":
-            return "runner" not in frame.f_locals
-        frame = frame.f_back
-    return False
+    found = locust_main_locals()
+    return found is not None and "runner" not in found
 
 
 def check_master_port(parser) -> None:

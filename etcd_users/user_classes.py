@@ -112,18 +112,23 @@ def check_class_names(parser: argparse.ArgumentParser) -> None:
             sys.exit(2)
 
 
-def _loaded_by_locust_main() -> tuple[set[str], list[str]] | None:
-    """The User class names and the locustfiles of the ``locust.main.main()`` on this stack, None without one."""
+def locust_main_locals() -> dict | None:
+    """The local variables of the ``locust.main.main()`` on this stack, None without one."""
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "main" and frame.f_globals.get("__name__") == "locust.main":
-            names = frame.f_locals.get("available_user_classes")
-            paths = frame.f_locals.get("locustfiles") or []
-            if not isinstance(names, dict):
-                return None
-            return set(names), list(paths)
+            return frame.f_locals
         frame = frame.f_back
     return None
+
+
+def _loaded_by_locust_main() -> tuple[set[str], list[str]] | None:
+    """The User class names and the locustfiles of the ``locust.main.main()`` on this stack, None without one."""
+    found = locust_main_locals()
+    names = found.get("available_user_classes") if found is not None else None
+    if not isinstance(names, dict):
+        return None
+    return set(names), list(found.get("locustfiles") or [])
 
 
 def _display(path: str) -> str:
