@@ -70,8 +70,8 @@ def _links_window(
     try:
         done.start()
         began = time.perf_counter()
+        applied = True  # before the call: one interrupted while it waits for the proxy's answer may still take effect
         apply()
-        applied = True
         # a cut member's own view of the leader does not count; a slowed one's does
         watcher = gevent.spawn(_leaders_during, call, status.member_id if rtt is None else None, before, began, step)
         gevent.sleep(disruption.duration)

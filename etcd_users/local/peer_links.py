@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import queue
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +30,13 @@ class PeerLinks:
         self.log_path = log_path
         self.process: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()  # one command and its answer at a time
+        # one reader for the proxy's whole life: a second read of the pipe beside one still blocked (a command whose
+        # wait was interrupted) is a RuntimeError under gevent, whose greenlets share the OS thread the pipe's lock
+        # knows. Each line the proxy prints answers one command, in order: a command's answer is the line numbered
+        # like it, the answers of interrupted commands are passed over.
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._sent = 0
+        self._answered = 0
 
     def start(self) -> None:
         arguments = [f"--link={listen}:{target}" for listen, target in self.links]
@@ -44,7 +53,9 @@ class PeerLinks:
                 bufsize=1,
                 start_new_session=True,  # a Ctrl-C reaches the tool, which stops the proxy after the members
             )
-        line = self._read_line(START_TIMEOUT_SECONDS)
+        self._lines, self._sent, self._answered = queue.Queue(), 0, 0
+        threading.Thread(target=self._read_lines, args=(self.process.stdout, self._lines), daemon=True).start()
+        line = self._next_line(time.monotonic() + START_TIMEOUT_SECONDS)
         if line != READY:
             self.stop()
             raise ClusterError(f"the peer proxy did not start: {line or self._log_tail()} (log: {self.log_path})")
@@ -56,7 +67,8 @@ class PeerLinks:
                 raise ClusterError(f"the peer proxy is not running (log: {self.log_path})")
             self.process.stdin.write(line + "\n")
             self.process.stdin.flush()
-            answer = self._read_line(ANSWER_TIMEOUT_SECONDS)
+            self._sent += 1
+            answer = self._answer(self._sent, time.monotonic() + ANSWER_TIMEOUT_SECONDS)
         if not answer.startswith("ok"):
             raise ClusterError(f"the peer proxy refused {line!r}: {answer or 'no answer'}")
         return answer
@@ -92,19 +104,33 @@ class PeerLinks:
             process.wait()
         process.stdout.close()
 
-    def _read_line(self, timeout: float) -> str:
-        """The proxy's next line, or '' when it gives none in time (a reader thread: pipes have no timeout)."""
-        lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.append(self.process.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(timeout)
-        if reader.is_alive():
-            # a proxy that does not answer is stopped, and reaped: a later command finds it gone rather than start a
-            # second read of the pipe beside the one still blocked on it
-            self.process.kill()
-            self.process.wait()
-            return ""
-        return lines[0].strip() if lines else ""
+    @staticmethod
+    def _read_lines(stdout, lines: queue.Queue) -> None:
+        try:
+            for line in stdout:
+                lines.put(line.strip())
+        except (OSError, ValueError):  # closed by stop()
+            pass
+        lines.put(None)
+
+    def _answer(self, number: int, deadline: float) -> str:
+        """The answer to the command sent ``number``-th, or '' when the proxy gives none by ``deadline``."""
+        while self._answered < number:
+            line = self._next_line(deadline)
+            if line is None:
+                return ""
+            self._answered += 1
+        return line
+
+    def _next_line(self, deadline: float) -> str | None:
+        """The proxy's next line; None when it gives none by ``deadline`` or has ended."""
+        try:
+            line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if line is None:
+            self._lines.put(None)  # the end stays seen by every later read
+        return line
 
     def _log_tail(self) -> str:
         try:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 
+import gevent
 import pytest
 
 from etcd_users.disruptions import partition
@@ -204,6 +207,22 @@ def test_the_proxy_answers_a_bad_command_with_an_error_and_goes_on(proxied):
     with pytest.raises(ClusterError, match="refused 'jump'"):
         proxied.command("jump")
     assert proxied.command("delay 0") == "ok delay 0 0"
+
+
+def test_a_command_interrupted_while_it_waits_leaves_the_next_one_its_own_answer(proxied):
+    # the run's stop kills a window's greenlet inside its heal, and the window heals again on its way out: the second
+    # command gets its own answer, not the first's, and no second read of the pipe runs beside a blocked one
+    os.kill(proxied.process.pid, signal.SIGSTOP)  # the proxy frozen: the first command's answer is surely waited for
+    try:
+        interrupted = gevent.spawn(proxied.blackhole, 0)
+        gevent.sleep(0.2)
+        interrupted.kill(block=True)
+    finally:
+        os.kill(proxied.process.pid, signal.SIGCONT)
+    assert isinstance(interrupted.value, gevent.GreenletExit)
+    assert proxied.command("stats").endswith(":blackholed")  # the first command was carried out all the same
+    proxied.heal(0)
+    assert ":blackholed" not in proxied.command("stats")
 
 
 def test_the_proxy_imports_nothing_of_the_package():
