@@ -15,7 +15,6 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.audit.ledger import Ledger
-from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.keys import KeySpace, next_page_key
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
 from etcd_users.run_context import run_context
@@ -32,6 +31,7 @@ from etcd_users.transport.errors import (
 )
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.streams import KeepAliveStream, WatchFanOut
+from etcd_users.transport.watch_counts import WatchCounts
 
 REQUEST_TYPE = "etcd"
 _OUTAGE_PAUSE = 0.05

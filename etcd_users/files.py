@@ -1,6 +1,6 @@
 """Every file a run leaves, defined once: names, columns, the ``Aggregated`` row, series, hlog tags, ``suite.json``.
 
-The writers (``etcd_users.latency``, ``etcd_users.reporting.server_metrics``, ``shapes``, ``etcd_users.suite``) and
+The writers (``etcd_users.latency``, ``etcd_users.monitoring.server_metrics``, ``shapes``, ``etcd_users.suite``) and
 the readers (``analysis``) import these names, so a column renamed here is renamed on both sides. Pure: no Locust.
 """
 
@@ -98,7 +98,7 @@ def tag_text(text: str) -> str:
     return _UNSAFE_TAG_CHARACTERS.sub("_", text)
 
 
-# -- the members' /metrics, polled during the run (etcd_users.reporting.server_metrics) --
+# -- the members' /metrics, polled during the run (etcd_users.monitoring.server_metrics) --
 
 ETCD_METRICS_COLUMNS = (
     *("Timestamp", "Member"),
@@ -125,7 +125,7 @@ ETCD_METRICS_REQUIRED_COLUMNS = (
     *("DbSizeBytes", "RssBytes", "CpuSeconds", "FsyncP99Ms", "Error"),
 )
 
-# -- the members at the first breach (etcd_users.reporting.breach): a directory, PREFIX_breach/ --
+# -- the members at the first breach (etcd_users.monitoring.breach): a directory, PREFIX_breach/ --
 
 BREACH_DIRECTORY_SUFFIX = "_breach"  # a directory, not a file: kept out of SUFFIXES
 BREACH_CAPTURE = "capture.json"  # why, when, and each member's files (or why not) under their host_port directory
@@ -217,7 +217,7 @@ SUMMARY_WATCH_KEYS = (
     "busy_intervals",
     "event_intervals",
 )
-# each of its "lost_workers": a worker that went silent mid-run (etcd_users.reporting.lost_workers), when (its last
+# each of its "lost_workers": a worker that went silent mid-run (etcd_users.monitoring.lost_workers), when (its last
 # heartbeat, unix seconds and seconds into the run), its users and the run's then, and when it came back (or null)
 SUMMARY_LOST_WORKER_KEYS = ("worker", "at", "at_s", "users", "run_users", "returned_at")
 # each of its "requests": the figures of a row of PREFIX_latency.csv

@@ -10,7 +10,7 @@ import signal
 
 import gevent
 
-from etcd_users.features import FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.key_space_fill import fill_key_space, forget_fills, reads_key_space
 
 INTERRUPTED_EXIT_CODE = 130  # a shell's for a process that Ctrl-C ended

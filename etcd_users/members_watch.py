@@ -10,10 +10,10 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import logging
 
-from etcd_users.features import RUN_LOGGER, FeatureHooks
-from etcd_users.reporting import breach, preflight
+from etcd_users.feature_hooks import RUN_LOGGER, FeatureHooks
+from etcd_users.monitoring import breach, preflight
+from etcd_users.monitoring.during_run import RunMonitoring
 from etcd_users.run_context import RunContext, run_context
-from etcd_users.run_monitoring import RunMonitoring
 from etcd_users.settings import EtcdSettings
 from etcd_users.target_cluster import with_probe
 

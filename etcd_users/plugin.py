@@ -20,7 +20,9 @@ import gevent
 import greenlet
 
 from etcd_users import collector, exit_code, open_files
-from etcd_users.features import FeatureHooks, add_option_groups, features
+from etcd_users.feature_hooks import FeatureHooks
+from etcd_users.features import add_option_groups, features
+from etcd_users.judged_shape import check_on_init, judged_shape, judged_shapes
 from etcd_users.key_space_run import KeySpaceFill
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
@@ -31,7 +33,6 @@ from etcd_users.reporting.empty_run import EmptyRun
 from etcd_users.reporting.rate_shortfall import RateShortfall
 from etcd_users.run_context import attach, run_context
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
-from etcd_users.shapes.protocol import check_on_init, judged_shape, judged_shapes
 from etcd_users.start_checks import checked_settings
 from etcd_users.target_cluster import TargetCluster, delete_prefix
 from etcd_users.transport import bridge
@@ -89,7 +90,7 @@ def installed(events: Events) -> "EtcdPlugin | None":
 
 
 class EtcdPlugin:
-    """The state of one process across runs (``etcd_users.features.Tool``), and what each event does with it."""
+    """The state of one process across runs (``etcd_users.feature_hooks.Tool``), and what each event does with it."""
 
     def __init__(self, etcd: bool) -> None:
         self.etcd = etcd

@@ -28,12 +28,12 @@ import gevent.lock
 
 from etcd_users.audit.record import RunRecord
 from etcd_users.audit.staleness import MemberStaleness
-from etcd_users.reporting.lost_workers import LostWorker
-from etcd_users.reporting.preflight import MemberReport
-from etcd_users.reporting.sla import Result
-from etcd_users.reporting.space import SpaceWatch
+from etcd_users.gates.sla import Result
+from etcd_users.monitoring.during_run import RunMonitoring
+from etcd_users.monitoring.lost_workers import LostWorker
+from etcd_users.monitoring.preflight import MemberReport
+from etcd_users.monitoring.space import SpaceWatch
 from etcd_users.role import Role
-from etcd_users.run_monitoring import RunMonitoring
 from etcd_users.session import Session
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.transport import bridge

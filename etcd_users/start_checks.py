@@ -6,9 +6,9 @@ endpoints (a local etcd starts for a run without them), then what needs the clus
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 from etcd_users import open_files
+from etcd_users.judged_shape import judged_shape
 from etcd_users.reporting import junit
 from etcd_users.settings import EtcdSettings, GateSettings, SettingsError
-from etcd_users.shapes.protocol import judged_shape
 from etcd_users.target_cluster import TargetCluster, check_prefix_free
 from etcd_users.user_classes import no_class_message, no_class_named
 
@@ -20,7 +20,7 @@ def checked_settings(environment, target: TargetCluster, open_files_limit: int) 
     available = environment.available_user_classes or {}
     if no_class_named(options.user_classes, available, options.headless or options.autostart):
         raise SettingsError(no_class_message(available, environment.parsed_locustfiles or ()))
-    # a load shape's options (shapes.protocol.JudgedShape), before a local etcd starts for a run that cannot be
+    # a load shape's options (judged_shape.JudgedShape), before a local etcd starts for a run that cannot be
     shape = judged_shape(environment)
     if shape is not None and not options.class_picker:
         error = shape.options_error(options)

@@ -17,7 +17,6 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
-from etcd_users.disruptions.action_table import UPGRADE_FLAG
 from etcd_users.keys import prefix_range_end
 from etcd_users.local import (
     ELECTION_TIMEOUT_MS,
@@ -30,6 +29,7 @@ from etcd_users.local import (
 )
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.settings.connection import LOCAL_BINARY_FLAG
+from etcd_users.settings.disruption_actions import UPGRADE_FLAG
 from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail

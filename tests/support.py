@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from etcd_users.exposition import fetch_metrics, metric_sum
 from etcd_users.local import ClusterError, LocalCluster
-from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy"

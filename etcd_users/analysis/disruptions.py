@@ -20,7 +20,7 @@ from etcd_users.disruptions.cost import RECOVERED_RATIO, Second, cost
 from etcd_users.disruptions.span import TAIL_S
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SERVICE, SUFFIXES, tag_text
 from etcd_users.hdr import add
-from etcd_users.reporting.member_figures import member_figures
+from etcd_users.monitoring.member_figures import member_figures
 
 # what the members said over the window (PREFIX_etcd_metrics.csv), beside what the clients saw
 MEMBER_COLUMNS = ("leader changes", "proposals failed")

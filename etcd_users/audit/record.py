@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from etcd_users.audit.ledger import Ledger
 from etcd_users.audit.reads import ReadChecks
-from etcd_users.audit.watch_counts import WatchCounts
+from etcd_users.transport.watch_counts import WatchCounts
 
 
 @dataclass

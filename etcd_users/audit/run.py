@@ -26,7 +26,7 @@ from etcd_users.audit.record import RunRecord
 from etcd_users.audit.staleness import MemberStaleness, Staleness
 from etcd_users.audit.verdict import Audit, ProcessAudit
 from etcd_users.exit_code import AUDIT_EXIT_CODE, ExitVerdict
-from etcd_users.features import FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
 from etcd_users.reporting import junit
 from etcd_users.run_context import run_context

@@ -18,9 +18,9 @@ from typing import Any
 from etcd_users.audit.ledger import KeyCounts
 from etcd_users.audit.reads import ReadCounts, evidence_line
 from etcd_users.audit.staleness import Staleness
-from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.exit_code import AUDIT_EXIT_CODE
 from etcd_users.known_bugs import DATA, WATCH, known_bug_lines, known_bug_names
+from etcd_users.transport.watch_counts import WatchCounts
 
 # etcd's answer to a user without the root role (``auth: permission denied``): the hashes cannot be asked for
 PERMISSION_DENIED = "permission denied"

@@ -15,9 +15,9 @@ import time
 import gevent
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.disruptions.action_table import ALL, FOLLOWER, LEADER
-from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
+from etcd_users.settings.disruption_actions import ALL, FOLLOWER, LEADER
+from etcd_users.settings.disruption_schedule import Disruption
 from etcd_users.transport.pool import EndpointPool, MemberStatus
 
 logger = logging.getLogger(__name__)
@@ -180,9 +180,9 @@ def _start_again(cluster: LocalCluster, index: int) -> str:
 
 
 def signal_member(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done) -> None:
-    """kill, restart or freeze one member of the local etcd (the function of those actions in ``action_table``); it
-    is back (started again or thawed) when this returns, also when the greenlet is killed on the way (the run
-    stops)."""
+    """kill, restart or freeze one member of the local etcd (the function of those actions in
+    ``settings.disruption_actions``); it is back (started again or thawed) when this returns, also when the greenlet is
+    killed on the way (the run stops)."""
     status = resolve(disruption.member, statuses)[0]
     url = status.endpoint.url
     index = cluster.endpoints.index(url)

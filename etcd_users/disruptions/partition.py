@@ -21,9 +21,9 @@ from functools import partial
 import gevent
 
 from etcd_users.disruptions.actions import Done, agreed_leader, member_statuses, resolve
-from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import LocalCluster
 from etcd_users.round_trip import PeerRtt
+from etcd_users.settings.disruption_schedule import Disruption
 from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import MemberStatus
 

@@ -25,8 +25,8 @@ import grpc
 
 from etcd_users.disruptions.actions import ActionError, Done, leader_of, resolve
 from etcd_users.disruptions.member_steps import START_TIMEOUT_S, Refused, said_times, start_on
-from etcd_users.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
+from etcd_users.settings.disruption_schedule import Disruption
 from etcd_users.transport import learners
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool, MemberStatus

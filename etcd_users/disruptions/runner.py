@@ -33,15 +33,15 @@ import grpc
 
 from etcd_users.disruptions import cost as costs
 from etcd_users.disruptions import span
-from etcd_users.disruptions.action_table import ACTIONS
 from etcd_users.disruptions.actions import ActionError, Done, member_statuses
-from etcd_users.disruptions.schedule import Disruption, ScheduleError, check_allowed
-from etcd_users.features import FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
 from etcd_users.latency.timeline import Timeline
 from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
+from etcd_users.settings.disruption_actions import ACTIONS
+from etcd_users.settings.disruption_schedule import Disruption, ScheduleError, check_allowed
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.probe import Probe
 

@@ -28,7 +28,6 @@ import grpc
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
 from etcd_users import session as sessions
-from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.client import REQUEST_TYPE, EtcdClient
 from etcd_users.kubernetes.layout import (
     Layout,
@@ -42,6 +41,7 @@ from etcd_users.kubernetes.layout import (
 )
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import Connection, EndpointPool
+from etcd_users.transport.watch_counts import WatchCounts
 
 logger = logging.getLogger(__name__)
 

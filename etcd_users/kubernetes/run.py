@@ -20,7 +20,7 @@ from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import compaction
 from etcd_users.client import KeyOutsidePrefixError
-from etcd_users.features import FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.kubernetes.client import close_states, list_keys
 from etcd_users.kubernetes.layout import NODE_LEASE_BYTES, Layout, ValueSource
 from etcd_users.preparation import KUBERNETES, Preparation

@@ -7,9 +7,9 @@ import ssl
 import urllib.error
 import urllib.request
 
+from etcd_users.exposition import fetch_metrics, metric_sum
 from etcd_users.local.member import Member
 from etcd_users.local.tls import ClusterTLS
-from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 # Health checks and scrapes go straight to 127.0.0.1, never through an http_proxy from the environment.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -1,15 +1,16 @@
-"""The run's reporting, beside Locust's own: what the members say and whether the run met its gates.
+"""What a run reports, beside Locust's own, and the hooks that report it.
 
-- ``preflight``: each member's version, db size against quota and WAL fsync P99 before the load starts;
-- ``server_metrics``: every member's /metrics polled during the run into ``PREFIX_etcd_metrics.csv``;
-- ``exposition``: the reader of Prometheus' text format those pages are in;
-- ``sla``: the ``--etcd-sla`` gates judged on the exact latencies;
-- ``webui``: the etcd tabs of Locust's web UI, and its start form;
 - ``end_of_run``: the exact latency table and the files written, printed after Locust's summary;
 - ``final_stats``: Locust's ``PREFIX_stats.csv`` (and history, failures, exceptions) completed at the end;
+- ``summary``: ``PREFIX_summary.json`` and perfdash's files;
+- ``verdicts`` and ``gates_run``: the gates' hooks: judged at quitting (``etcd_users.gates``), written for CI,
+  printed after the files;
 - ``junit``: the gates and a shape's per-level verdicts as a JUnit XML report (``--etcd-junit``), for CI;
 - ``step_summary``: the latency table, gates and verdicts in Markdown on a GitHub Actions job's summary page;
-- ``gates_run``: the gates' hooks: judged at quitting, written for CI, printed after the files.
+- ``webui``: the etcd tabs of Locust's web UI, and its start form; ``exporter``: the live Prometheus exporter;
+- ``key_skew``: how skewed the writes were (``PREFIX_skew.json``);
+- ``worker_watch``: workers that go silent mid-run; ``empty_run``: a run that measured no request;
+  ``rate_shortfall``: an ``--etcd-user-rate`` the users did not hold.
 
 The features' hooks (``etcd_users.features``: ``gates_run``, ``exporter``, ``webui``, ``key_skew``, ``summary``)
 and ``etcd_users.plugin`` decide when each of them runs.

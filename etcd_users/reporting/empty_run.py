@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 
 from etcd_users.exit_code import NOTHING_MEASURED, ExitVerdict
-from etcd_users.features import FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.preparation import KEY_SPACE, Preparation
 from etcd_users.run_context import run_context
 

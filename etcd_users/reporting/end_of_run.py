@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from etcd_users.files import AGGREGATED, SERVICE, SUFFIXES
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
-from etcd_users.reporting import breach, final_stats
+from etcd_users.monitoring import breach
+from etcd_users.reporting import final_stats
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 

@@ -14,7 +14,7 @@ master already merges, never measured on the request path.
   in ``PREFIX_latency_history.csv``) from the per-second histograms merged over the last ``--etcd-prometheus-window``
   complete seconds; on a master the window ends ``MASTER_LAG_S`` back, where every worker's report is in.
 - ``locust_etcd_users``, ``locust_etcd_shape_planned_qps``, ``locust_etcd_shape_level_info{level}`` (a
-  ``shapes.protocol.JudgedShape``'s current level while a test runs), ``locust_etcd_sla_gate_passing{gate}`` (each
+  ``judged_shape.JudgedShape``'s current level while a test runs), ``locust_etcd_sla_gate_passing{gate}`` (each
   ``--etcd-sla`` gate judged on the same window, 1 or 0, absent while the window holds no request) and
   ``locust_etcd_run_info{class,target,endpoints_count,version}``.
 - the watchers' figures since the test started, while any watcher ran (``etcd_users.watchers.tally``; on a master, its
@@ -52,14 +52,14 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from etcd_users import hdr
-from etcd_users.features import FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import SERVICE
+from etcd_users.gates import sla
+from etcd_users.judged_shape import judged_shape
 from etcd_users.latency.recent import RecentSeconds, Window
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.reporting import sla
 from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
-from etcd_users.shapes.protocol import judged_shape
 from etcd_users.watchers.tally import WatchTally, percentile
 
 logger = logging.getLogger(__name__)

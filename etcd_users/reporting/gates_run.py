@@ -11,11 +11,11 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 import logging
 
 from etcd_users.exit_code import ExitVerdict
-from etcd_users.features import RUN_LOGGER, FeatureHooks
+from etcd_users.feature_hooks import RUN_LOGGER, FeatureHooks
+from etcd_users.judged_shape import judged_shape
 from etcd_users.reporting.verdicts import GateVerdicts
 from etcd_users.reporting.worker_watch import WorkerWatch
 from etcd_users.run_context import run_context
-from etcd_users.shapes.protocol import judged_shape
 
 logger = logging.getLogger(RUN_LOGGER)
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
-from etcd_users.reporting.sla import Result
+from etcd_users.gates.sla import Result
 from etcd_users.settings import LATENCY_UNITS, Gate, SettingsError, parse_gate, parse_junit_path
 
 logger = logging.getLogger(__name__)

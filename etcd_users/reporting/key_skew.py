@@ -15,7 +15,7 @@ import os
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.distributions import HOTTEST_SHARE, counted_hottest_share, writes_per_key
-from etcd_users.features import FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import SUFFIXES
 from etcd_users.keys import prefix_range_end
 from etcd_users.run_context import run_context

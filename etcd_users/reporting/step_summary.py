@@ -14,9 +14,9 @@ import os
 from collections.abc import Sequence
 
 from etcd_users.files import AGGREGATED
+from etcd_users.gates.sla import Result
 from etcd_users.latency.store import LatencyRow
 from etcd_users.reporting.end_of_run import COLUMNS, TITLE, table_cells
-from etcd_users.reporting.sla import Result
 from etcd_users.settings import Gate
 
 logger = logging.getLogger(__name__)

@@ -24,12 +24,13 @@ from pathlib import PurePath
 
 import grpc
 
-from etcd_users.features import FeatureHooks, option_groups
+from etcd_users.feature_hooks import FeatureHooks
+from etcd_users.features import option_groups
 from etcd_users.files import AGGREGATED, SECRET_SHOWN, SERVICE, SUFFIXES, SUMMARY_SCHEMA_VERSION
+from etcd_users.gates.sla import Result
 from etcd_users.latency.store import LatencyRow
-from etcd_users.reporting.member_figures import member_figures
-from etcd_users.reporting.preflight import MemberReport
-from etcd_users.reporting.sla import Result
+from etcd_users.monitoring.member_figures import member_figures
+from etcd_users.monitoring.preflight import MemberReport
 from etcd_users.run_context import run_context
 from etcd_users.settings import SettingsError, SummarySettings
 

@@ -13,14 +13,15 @@ import time
 
 from etcd_users.audit.staleness import MemberStaleness
 from etcd_users.exit_code import ExitVerdict
+from etcd_users.gates import disruption_gates as disruptions
+from etcd_users.gates import member_gates, sla, stale_gates
+from etcd_users.judged_shape import JudgedShape
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.reporting import disruption_gates as disruptions
-from etcd_users.reporting import junit, member_gates, sla, stale_gates, step_summary
-from etcd_users.reporting.member_figures import member_figures
+from etcd_users.monitoring.member_figures import member_figures
+from etcd_users.reporting import junit, step_summary
 from etcd_users.settings import EtcdSettings, disruption_gates, request_gates
 from etcd_users.settings import member_gates as on_members
 from etcd_users.settings import stale_gates as on_staleness
-from etcd_users.shapes.protocol import JudgedShape
 
 
 class GateVerdicts:

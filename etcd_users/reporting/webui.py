@@ -48,14 +48,16 @@ from flask import jsonify, make_response, request
 from werkzeug.datastructures import ImmutableMultiDict
 
 from etcd_users.disruptions.cost import Cost, describe
-from etcd_users.features import OPTIONS, FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
+from etcd_users.features import OPTIONS
+from etcd_users.gates import disruption_gates, sla
+from etcd_users.judged_shape import judged_shape
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
-from etcd_users.reporting import disruption_gates, server_metrics, sla
+from etcd_users.monitoring import server_metrics
 from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
-from etcd_users.shapes.protocol import judged_shape
 from etcd_users.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
 from etcd_users.watchers.tally import WatchTally, percentile
 
@@ -262,7 +264,7 @@ def watcher_rows(tally: WatchTally) -> list[dict[str, str]]:
 
 
 def level_rows(shape_record: dict | None) -> list[dict[str, str]]:
-    """One row per level of a load shape judged live so far (``shapes.protocol.JudgedShape.shape_record``)."""
+    """One row per level of a load shape judged live so far (``judged_shape.JudgedShape.shape_record``)."""
     rows = []
     for level in (shape_record or {}).get("levels") or []:
         if level.get("verdict") is None:

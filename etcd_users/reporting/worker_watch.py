@@ -15,10 +15,10 @@ import time
 
 import gevent
 
-from etcd_users.features import FeatureHooks
-from etcd_users.reporting import lost_workers
-from etcd_users.reporting.lost_workers import WORKERS, LostWorker
-from etcd_users.reporting.sla import Result
+from etcd_users.feature_hooks import FeatureHooks
+from etcd_users.gates.sla import Result
+from etcd_users.monitoring import lost_workers
+from etcd_users.monitoring.lost_workers import WORKERS, LostWorker
 from etcd_users.run_context import run_context
 from etcd_users.settings import Gate
 

@@ -2,9 +2,11 @@
 
 from dataclasses import dataclass
 
-from etcd_users.disruptions.action_table import UPGRADE_FLAG, help_text, markdown_table, names, said
-from etcd_users.disruptions.command_grammar import check_commands, parse_commands
-from etcd_users.disruptions.schedule import (
+from etcd_users.settings.connection import local_binary_form_error
+from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch
+from etcd_users.settings.disruption_actions import UPGRADE_FLAG, help_text, markdown_table, names, said
+from etcd_users.settings.disruption_commands import check_commands, parse_commands
+from etcd_users.settings.disruption_schedule import (
     ALLOWED_FLAG,
     COMMAND_FLAG,
     EXAMPLE,
@@ -14,8 +16,6 @@ from etcd_users.disruptions.schedule import (
     check_upgrades,
     parse_schedule,
 )
-from etcd_users.settings.connection import local_binary_form_error
-from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch
 
 
 def _schedule(flag: str, text: str) -> tuple[Disruption, ...]:

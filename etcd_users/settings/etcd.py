@@ -4,9 +4,9 @@ import argparse
 from dataclasses import dataclass
 
 from etcd_users.arguments import shown
-from etcd_users.disruptions.action_table import ACTIONS
 from etcd_users.settings.connection import ConnectionSettings
 from etcd_users.settings.declare import SettingsError
+from etcd_users.settings.disruption_actions import ACTIONS
 from etcd_users.settings.disruptions import DisruptionSettings
 from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import GateSettings

@@ -1,6 +1,6 @@
 """Gates: the thresholds a run is judged by (``--etcd-sla``) and where the verdicts go for CI (``--etcd-junit``).
 
-The grammar of a gate is here; ``etcd_users.reporting.sla`` judges them.
+The grammar of a gate is here; ``etcd_users.gates.sla`` judges them.
 """
 
 import math
@@ -41,7 +41,7 @@ _DISRUPT_EXAMPLE = "disrupt:gap<2s, disrupt:put:p99<50ms, disrupt:p99.9<80ms or 
 
 
 # a gate on the members' own metrics over the run (or a shape's level), judged on the worst member
-# (etcd_users.reporting.member_figures): metric -> (the figure it reads, the kind of unit it takes)
+# (etcd_users.monitoring.member_figures): metric -> (the figure it reads, the kind of unit it takes)
 MEMBER = "member"
 MEMBER_METRICS = {
     "fsync_p99": ("fsync_p99_ms", "latency"),

@@ -20,7 +20,7 @@ per level, its ``verdict`` and ``checks`` in the record, ``on_breach`` at the ru
 ``--shape-stop-on-breach`` the run ends there. A subclass may grow its plan during the run (``after_plan``).
 
 The shape ticks and delegates: the plan is ``shapes.plan``'s, the levels as they run are ``shapes.timeline``'s, the
-verdicts ``shapes.judging``'s and the file ``shapes.record``'s. The tool reaches it through ``shapes.protocol``.
+verdicts ``shapes.judging``'s and the file ``shapes.record``'s. The tool reaches it through ``judged_shape``.
 """
 
 from locust import LoadTestShape
@@ -32,8 +32,8 @@ from abc import abstractmethod
 from collections.abc import Callable
 
 from etcd_users.exit_code import ExitVerdict
+from etcd_users.gates.level_verdicts import FAIL, LevelVerdict
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.reporting.level_verdicts import FAIL, LevelVerdict
 from etcd_users.shapes.judging import LiveJudge, live_judge
 from etcd_users.shapes.options import SettingsError, ShapeSettings
 from etcd_users.shapes.plan import Level, format_plan, plan_duration
@@ -63,7 +63,7 @@ def _no_member_rows() -> None:
 
 
 class PlannedShape(LoadTestShape):
-    """Runs ``build_plan(settings)`` level by level and stops after the last level (``shapes.protocol.JudgedShape``).
+    """Runs ``build_plan(settings)`` level by level and stops after the last level (``judged_shape.JudgedShape``).
 
     A shape of your own subclasses it and returns its levels from ``build_plan``; the base does the rest: it logs each
     level as it starts, writes ``PREFIX_shape.json`` with ``--csv PREFIX``, judges each level against ``--etcd-sla``

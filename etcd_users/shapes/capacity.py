@@ -27,7 +27,7 @@ from pathlib import Path
 
 from etcd_users.exit_code import SLA_EXIT_CODE, ExitVerdict
 from etcd_users.files import SUFFIXES
-from etcd_users.reporting.level_verdicts import KEEP_UP, PASS, LevelVerdict
+from etcd_users.gates.level_verdicts import KEEP_UP, PASS, LevelVerdict
 from etcd_users.settings import SettingsError, parse_gates, request_gates
 from etcd_users.shapes.base import EXTENDED, FINISH, HOLD, PlannedShape
 from etcd_users.shapes.options import ShapeSettings

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from etcd_users.reporting.level_verdicts import LevelVerdict
+from etcd_users.gates.level_verdicts import LevelVerdict
 from etcd_users.shapes.plan import Level, level_index_at
 
 RECORDED_ERRORS = 20

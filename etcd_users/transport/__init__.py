@@ -4,6 +4,7 @@
 - ``bridge``: the loop thread that makes every call and times it, and the hand-off to Locust's greenlets;
 - ``pool``: the connections of a process and which member each request goes to (leader or rotation);
 - ``streams``: the lease keep-alive and watch streams held open on the loop;
+- ``watch_counts``: what the watch streams delivered, counted per guarantee of etcd's watch (pure);
 - ``errors``: etcd's error labels, and which of them mean a lost leader or member.
 
 Nothing here is imported by the package itself: ``native`` must run before anything imports grpc.

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.pool import Connection
+from etcd_users.transport.watch_counts import WatchCounts
 
 CATCH_UP_POLL_S = 0.05  # how often ``close`` looks whether the watchers have caught up
 REOPEN_BACKOFF_S = 0.1  # the first wait before a broken watch stream is opened again; it doubles while it fails

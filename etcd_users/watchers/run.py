@@ -13,7 +13,7 @@ import time
 
 import gevent
 
-from etcd_users.features import FeatureHooks
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.latency.client_cpu import cpu_percent, run_queue_wait
 from etcd_users.run_context import RunContext, run_context
 from etcd_users.transport import bridge as bridges

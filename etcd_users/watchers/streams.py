@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
-from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.streams import ResumingStreams
+from etcd_users.transport.watch_counts import WatchCounts
 from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.tally import bucket, cancel_label
 

@@ -22,9 +22,9 @@ import pytest
 from checks import stderr_lines
 from support import REPO, member_counter
 
+from etcd_users.exposition import fetch_metrics, metric_sum
 from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.local import cluster as cluster_module
-from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 pytestmark = pytest.mark.e2e
 

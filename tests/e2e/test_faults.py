@@ -14,8 +14,8 @@ from checks import assert_no_traceback, failure_labels, history, stats_rows
 from support import LocustProcess, headless_args, member_counter, running, start_locust
 
 from etcd_users.exit_code import AUDIT_EXIT_CODE
+from etcd_users.exposition import fetch_metrics, metric_sum
 from etcd_users.local import ELECTION_TIMEOUT_MS, LocalCluster
-from etcd_users.reporting.exposition import fetch_metrics, metric_sum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

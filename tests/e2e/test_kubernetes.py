@@ -13,7 +13,7 @@ from certs import etcd_client
 from checks import assert_no_traceback, assert_share, failure_labels, stats_rows
 from support import HEADLESS, headless_args, member_counter, read_csv_rows, run_locust
 
-from etcd_users.reporting.exposition import fetch_metrics, metric_sum
+from etcd_users.exposition import fetch_metrics, metric_sum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

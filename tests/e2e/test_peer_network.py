@@ -17,7 +17,7 @@ import pytest
 from checks import refusal_line, stderr_lines
 from support import HEADLESS, REPO, read_csv_rows, run_analysis, run_locust, start_locust
 
-from etcd_users.reporting.exposition import fetch_metrics
+from etcd_users.exposition import fetch_metrics
 
 pytestmark = pytest.mark.e2e
 

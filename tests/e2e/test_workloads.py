@@ -6,7 +6,7 @@ import pytest
 from checks import assert_share
 from support import headless_args, member_counter, read_csv_rows, run_locust
 
-from etcd_users.reporting.exposition import fetch_metrics, metric_sum
+from etcd_users.exposition import fetch_metrics, metric_sum
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,8 @@ import pytest
 
 from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
-from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.reporting import junit
+from etcd_users.transport.watch_counts import WatchCounts
 
 PREFIX = b"/t/"
 

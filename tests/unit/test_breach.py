@@ -7,7 +7,7 @@ import pytest
 
 from etcd_users.analysis.breach import capture_lines
 from etcd_users.files import BREACH_CAPTURE
-from etcd_users.reporting.breach import member_directory
+from etcd_users.monitoring.breach import member_directory
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ import pytest
 from checks import stderr_lines
 from support import REPO
 
+from etcd_users.exposition import Sample, metric_sum, parse_metrics
 from etcd_users.local import MISSING_BINARY_MESSAGE, ClusterError, LocalCluster, find_etcd_binary
-from etcd_users.reporting.exposition import Sample, metric_sum, parse_metrics
 
 # -- finding the binary ------------------------------------------------------------------------------------
 

@@ -1,12 +1,15 @@
-"""The grammar of ``--etcd-disrupt`` (``etcd_users.disruptions.schedule``): good items parse to exact records, each
-bad one is refused in one line that names the option, quotes the item and shows the expected form."""
+"""The grammar of ``--etcd-disrupt`` (``etcd_users.settings.disruption_schedule``): good items parse to exact records,
+each bad one is refused in one line that names the option, quotes the item and shows the expected form."""
 
 import argparse
 
 import pytest
 
-from etcd_users.disruptions.action_table import ACTIONS, NONE, REQUIRED
-from etcd_users.disruptions.schedule import (
+from etcd_users.features import OPTIONS
+from etcd_users.round_trip import PeerRtt
+from etcd_users.settings import DisruptionSettings, SettingsError
+from etcd_users.settings.disruption_actions import ACTIONS, NONE, REQUIRED
+from etcd_users.settings.disruption_schedule import (
     Disruption,
     ScheduleError,
     check_allowed,
@@ -14,9 +17,6 @@ from etcd_users.disruptions.schedule import (
     parse_schedule,
     parse_seconds,
 )
-from etcd_users.features import OPTIONS
-from etcd_users.round_trip import PeerRtt
-from etcd_users.settings import DisruptionSettings, SettingsError
 
 URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
 

@@ -7,11 +7,17 @@ import stat
 
 import pytest
 
-from etcd_users.disruptions.schedule import Disruption, ScheduleError, check_upgrades, parse_item, parse_schedule
 from etcd_users.local import ClusterError, EtcdBinary
 from etcd_users.local import binary as binaries
 from etcd_users.local.logs import log_size, start_reason
 from etcd_users.settings import DisruptionSettings, SettingsError
+from etcd_users.settings.disruption_schedule import (
+    Disruption,
+    ScheduleError,
+    check_upgrades,
+    parse_item,
+    parse_schedule,
+)
 from etcd_users.target_cluster import TargetCluster, choose_upgrade_binary
 
 FLAG = "--etcd-upgrade-binary"

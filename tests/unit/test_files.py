@@ -29,8 +29,8 @@ from etcd_users.files import (
 from etcd_users.latency import store as latency_store
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
 from etcd_users.latency.writer import LatencyFiles
-from etcd_users.reporting import server_metrics
-from etcd_users.reporting.server_metrics import MetricsPoller, error_fields, parse_scrape, row_fields
+from etcd_users.monitoring import server_metrics
+from etcd_users.monitoring.server_metrics import MetricsPoller, error_fields, parse_scrape, row_fields
 
 T0 = 1_700_000_000
 SECONDS = 4

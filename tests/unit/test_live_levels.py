@@ -18,11 +18,11 @@ from etcd_users import hdr
 from etcd_users.analysis.levels import LevelWindow, level_windows
 from etcd_users.analysis.levels import judge as analysis_judge
 from etcd_users.analysis.levels import verdict as analysis_verdict
+from etcd_users.gates.level_verdicts import FAIL, KEEP_UP_GATE, PASS, judge_level, window_measurements
+from etcd_users.gates.sla import Measurements
 from etcd_users.latency import store as latency_store
 from etcd_users.latency.windows import Windows
 from etcd_users.plugin import install
-from etcd_users.reporting.level_verdicts import FAIL, KEEP_UP_GATE, PASS, judge_level, window_measurements
-from etcd_users.reporting.sla import Measurements
 from etcd_users.settings import SettingsError, parse_gates
 from etcd_users.shapes import judging
 from etcd_users.shapes.capacity import BISECT, GROW, CapacitySearch, CapacitySearchShape

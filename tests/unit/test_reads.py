@@ -11,7 +11,7 @@ from etcd_users.audit.ledger import Ledger
 from etcd_users.audit.reads import EVIDENCE_KEPT, ReadChecks, ReadCounts
 from etcd_users.audit.staleness import Staleness
 from etcd_users.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
-from etcd_users.reporting import stale_gates
+from etcd_users.gates import stale_gates
 from etcd_users.settings import SlaError, parse_gates, request_gates
 
 MEMBER = "127.0.0.1:2379"

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from etcd_users.arguments import shown
 from etcd_users.features import OPTIONS
 from etcd_users.keys import next_page_key
-from etcd_users.reporting.server_metrics import member_urls
+from etcd_users.monitoring.server_metrics import member_urls
 from etcd_users.settings import (
     DEFAULT_PREFIX,
     Credentials,

@@ -20,12 +20,12 @@ from types import SimpleNamespace
 import pytest
 from support import REPO
 
+from etcd_users.judged_shape import JudgedShape, check_on_init, judged_shape
 from etcd_users.settings import SettingsError
 from etcd_users.shapes.base import PlannedShape
 from etcd_users.shapes.ladder import ConcurrencyLadderShape
 from etcd_users.shapes.options import ShapeSettings
 from etcd_users.shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
-from etcd_users.shapes.protocol import JudgedShape, check_on_init, judged_shape
 from etcd_users.shapes.sine import SineWaveShape
 from etcd_users.shapes.step_spike import StepSpikeShape
 

@@ -13,8 +13,8 @@ import pytest
 from etcd_users.compaction import CompactionSchedule
 from etcd_users.features import OPTIONS
 from etcd_users.local import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
-from etcd_users.reporting.server_metrics import DB_SIZE, QUOTA, Scrape
-from etcd_users.reporting.space import (
+from etcd_users.monitoring.server_metrics import DB_SIZE, QUOTA, Scrape
+from etcd_users.monitoring.space import (
     Alarms,
     QuotaWatch,
     SpaceWatch,
@@ -220,7 +220,7 @@ def watch_of(endpoints: str, errors: tuple[str, ...] = ()) -> SpaceWatch:
 
 
 def space_records(caplog, level: int) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "etcd_users.reporting.space" and r.levelno == level]
+    return [r.getMessage() for r in caplog.records if r.name == "etcd_users.monitoring.space" and r.levelno == level]
 
 
 def test_the_alarm_is_logged_once_per_run_shown_while_raised_and_cleared_when_disarmed(caplog):

@@ -8,8 +8,8 @@ import asyncio
 
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
-from etcd_users.audit.watch_counts import WatchCounts
 from etcd_users.transport.streams import WatchFanOut
+from etcd_users.transport.watch_counts import WatchCounts
 from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.streams import PrefixWatchers
 

@@ -9,9 +9,9 @@ import argparse
 from types import SimpleNamespace
 
 from etcd_users.features import OPTIONS
+from etcd_users.gates import disruption_gates
 from etcd_users.latency.store import LatencyRow
-from etcd_users.reporting import disruption_gates
-from etcd_users.reporting.server_metrics import Scrape
+from etcd_users.monitoring.server_metrics import Scrape
 from etcd_users.reporting.webui import (
     DISRUPTIONS_HINT,
     SLA_HINT,

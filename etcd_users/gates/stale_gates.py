@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from etcd_users import hdr
 from etcd_users.audit.staleness import MemberStaleness
-from etcd_users.reporting.sla import DECIMALS, Result
+from etcd_users.gates.sla import DECIMALS, Result
 from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate
 from etcd_users.settings.gates import STALE_REVISIONS
 

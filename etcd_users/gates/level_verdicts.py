@@ -14,10 +14,10 @@ from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
 from etcd_users.files import AGGREGATED, SERVICE
+from etcd_users.gates import member_gates as on_members
+from etcd_users.gates.sla import Measurements, Result, evaluate
 from etcd_users.latency.windows import WindowData
-from etcd_users.reporting import member_gates as on_members
-from etcd_users.reporting.member_figures import MemberFigures
-from etcd_users.reporting.sla import Measurements, Result, evaluate
+from etcd_users.monitoring.member_figures import MemberFigures
 from etcd_users.settings import LATENCY_UNITS, Gate, member_gates, request_gates
 
 KEEP_UP = 0.95

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from etcd_users.reporting.sla import DECIMALS, Result
+from etcd_users.gates.sla import DECIMALS, Result
 from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate
 
 _PERCENTILE_KEYS = {99.0: "p99_ms", 99.9: "p999_ms"}

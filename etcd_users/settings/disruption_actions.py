@@ -1,6 +1,6 @@
-"""The disruption actions of ``--etcd-disrupt``, one entry each: what the grammar (``schedule``), the option's help,
-the runner and the documentation read. An action added here is parsed, described and run; one without a function
-fails ``tests/unit/test_disrupt_schedule.py``.
+"""The disruption actions of ``--etcd-disrupt``, one entry each: what the grammar (``disruption_schedule``), the
+option's help, the runner and the documentation read. An action added here is parsed, described and run; one
+without a function fails ``tests/unit/test_disrupt_schedule.py``.
 
 Pure, and a leaf: each action's function is named ``"module:function"`` and imported only by the runner (``load``),
 so that the settings layer, which reads this table for the grammar and the help, never loads gRPC or gevent.

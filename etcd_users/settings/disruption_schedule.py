@@ -5,8 +5,8 @@ its entry's ``Value`` says (compact's KEEP after its name, delay's RTT at the en
 (Locust's test start), DURATION from the action's. Times are ``120s``, ``2m``, ``1.5s``, ``1h`` or a plain number
 of seconds. Every item is checked here, each refusal one line that quotes the item and shows the expected form;
 whether the actions may touch the endpoints at all (``check_allowed``) depends on who started them. The actions, the
-members each may name and whether it takes a duration or a value are ``action_table``'s; each value's parser is here
-(``_VALUES``).
+members each may name and whether it takes a duration or a value are ``disruption_actions``'s; each value's parser is
+here (``_VALUES``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import re
 from typing import NamedTuple
 
 from etcd_users.arguments import shown
-from etcd_users.disruptions.action_table import (
+from etcd_users.round_trip import PeerRtt, parse_round_trip
+from etcd_users.settings.disruption_actions import (
     ACTIONS,
     ALLOWED_FLAG,
     FOLLOWER,
@@ -32,7 +33,6 @@ from etcd_users.disruptions.action_table import (
     said,
     with_duration,
 )
-from etcd_users.round_trip import PeerRtt, parse_round_trip
 
 FLAG = "--etcd-disrupt"
 COMMAND_FLAG = "--etcd-disrupt-command"

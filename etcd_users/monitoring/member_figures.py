@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from etcd_users.files import SUMMARY_MEMBER_FIGURES
-from etcd_users.reporting.buckets import Buckets, bucket_delta, histogram_quantile, parse_buckets
+from etcd_users.monitoring.buckets import Buckets, bucket_delta, histogram_quantile, parse_buckets
 
 # figure -> (the buckets' column, the per-interval P99 column of older files)
 _HISTOGRAM_FIGURES = {

@@ -23,7 +23,7 @@ from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.keys import prefix_range_end
 from etcd_users.known_bugs import warn_known_bugs
-from etcd_users.reporting.server_metrics import (
+from etcd_users.monitoring.server_metrics import (
     DB_SIZE,
     FSYNC,
     QUOTA,

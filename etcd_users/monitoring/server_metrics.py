@@ -5,7 +5,7 @@ the WAL fsync and backend commit latency of the disk, the db growing towards its
 (or the single process) polls every member every ``--etcd-metrics-interval`` seconds in a greenlet, over urllib on
 gevent's patched sockets, and with ``--csv`` appends one row per member per poll (see ``COLUMNS``). A member that does
 not answer gets a row with ``Error`` set; the run goes on. Each poll also feeds the run's watch of the db against its
-quota and of etcd's alarms (``reporting.space``), with or without ``--csv``.
+quota and of etcd's alarms (``monitoring.space``), with or without ``--csv``.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -25,15 +25,15 @@ from typing import TextIO
 
 import gevent
 
+from etcd_users.exposition import parse_metrics
 from etcd_users.files import ETCD_METRICS_COLUMNS, SUFFIXES
-from etcd_users.reporting.buckets import (  # noqa: F401  (the pre-flight report takes them from here)
+from etcd_users.monitoring.buckets import (  # noqa: F401  (the pre-flight report takes them from here)
     Buckets,
     bucket_delta,
     format_buckets,
     histogram_quantile,
     interval_p99_ms,
 )
-from etcd_users.reporting.exposition import parse_metrics
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.reporting.preflight import format_bytes
-from etcd_users.reporting.server_metrics import DB_SIZE, QUOTA, Scrape
+from etcd_users.monitoring.preflight import format_bytes
+from etcd_users.monitoring.server_metrics import DB_SIZE, QUOTA, Scrape
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import EndpointPool

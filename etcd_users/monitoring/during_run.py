@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from etcd_users import compaction
-from etcd_users.reporting import breach, server_metrics, space
+from etcd_users.monitoring import breach, server_metrics, space
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger(__name__)

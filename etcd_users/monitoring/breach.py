@@ -25,7 +25,7 @@ from pathlib import Path
 import gevent
 
 from etcd_users.files import BREACH_CAPTURE, BREACH_DIRECTORY_SUFFIX, BREACH_FILES
-from etcd_users.reporting.server_metrics import describe_error, member_urls, one_line, ssl_context
+from etcd_users.monitoring.server_metrics import describe_error, member_urls, one_line, ssl_context
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger(__name__)

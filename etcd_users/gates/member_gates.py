@@ -1,6 +1,6 @@
 """``member:`` gates (``--etcd-sla``): thresholds on the members' own metrics, judged on the worst member. Pure.
 
-The figures come from ``etcd_users.reporting.member_figures`` over the run (or a shape's level). Without a single
+The figures come from ``etcd_users.monitoring.member_figures`` over the run (or a shape's level). Without a single
 scrape of a member in the span the gate fails with "no figure": an unmeasured cluster must not pass. A cluster that
 answered but whose figure does not exist passes, told why: a one-member cluster has no peers to time, and a span
 without any WAL fsync (no write) had no slow one.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from etcd_users.reporting.member_figures import MemberFigures
-from etcd_users.reporting.sla import DECIMALS, Result
+from etcd_users.gates.sla import DECIMALS, Result
+from etcd_users.monitoring.member_figures import MemberFigures
 from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate
 from etcd_users.settings.gates import MEMBER_METRICS
 
