@@ -14,6 +14,7 @@ from etcd_users.exit_code import ExitVerdict
 RUN_LOGGER = "etcd_users.plugin"
 
 if TYPE_CHECKING:
+    from etcd_users.latency.client_cpu import ClientCpu
     from etcd_users.latency.recorder import LatencyRecorder
     from etcd_users.preparation import Preparation
     from etcd_users.settings import EtcdSettings
@@ -26,6 +27,7 @@ class Tool(Protocol):
     run_settings: "EtcdSettings | None"  # the master's (or single process's) settings of the current run
     target: "TargetCluster"  # the endpoints given, or the local etcd the tool started (``target.local``)
     recorder: "LatencyRecorder"  # the exact latencies
+    client_cpu: "ClientCpu"  # the process's CPU once a second, and on a master its workers'
     ran: bool  # a test started in this process (a master or single process): there is a run to judge
     feature_hooks: "list[FeatureHooks]"  # every feature's hooks, in their order
 
@@ -53,6 +55,9 @@ class FeatureHooks:
         the key space is written and before any feature's ``on_test_start`` (what watches the whole run starts here)."""
 
     def on_test_start(self, environment, **_kwargs) -> None:
+        pass
+
+    def on_spawning_complete(self, **_kwargs) -> None:
         pass
 
     def on_test_stop(self, environment, **_kwargs) -> None:

@@ -58,6 +58,10 @@ FEATURES = (
     Feature("audit", AuditSettings, "etcd_users.audit.run:AuditRun"),
     # last: it gathers what the others left (the gates, the disruptions, the audit) at quit
     Feature("run summary", SummarySettings, "etcd_users.reporting.summary:RunSummary"),
+    # after every other's judging: a run that measured no request, its line printed last but one
+    Feature("empty run", None, "etcd_users.reporting.empty_run:EmptyRun"),
+    # an --etcd-user-rate the users did not hold: the run's last line
+    Feature("rate held", None, "etcd_users.reporting.rate_shortfall:RateShortfall"),
 )
 
 

@@ -12,14 +12,13 @@ from locust.event import Events
 
 import importlib
 import logging
-import signal
 import sys
 import time
 
 import gevent
 import greenlet
 
-from etcd_users import collector, exit_code, open_files
+from etcd_users import collector, ctrl_c, exit_code, open_files
 from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.features import add_option_groups, features
 from etcd_users.judged_shape import check_on_init, judged_shape, judged_shapes
@@ -29,8 +28,6 @@ from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.local import ClusterError
 from etcd_users.master_port import check_master_port, command_line_before_the_runner
 from etcd_users.reporting import end_of_run, final_stats
-from etcd_users.reporting.empty_run import EmptyRun
-from etcd_users.reporting.rate_shortfall import RateShortfall
 from etcd_users.run_context import attach, run_context
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.start_checks import checked_settings
@@ -74,13 +71,19 @@ def install(events: Events, *, etcd: bool = True) -> "EtcdPlugin":
         if feature.hooks:
             module, _, name = feature.hooks.partition(":")
             hooks: FeatureHooks = getattr(importlib.import_module(module), name)(plugin)
-            for event in ("init", "test_start", "test_stop", "report_to_master", "worker_report", "quit"):
+            for event in (
+                "init",
+                "test_start",
+                "spawning_complete",
+                "test_stop",
+                "report_to_master",
+                "worker_report",
+                "quit",
+            ):
                 getattr(events, event).add_listener(getattr(hooks, f"on_{event}"))
             plugin.feature_hooks.append(hooks)
     if fill is not None:  # at init after the features' checks: bad input ends the process before a long fill
         events.init.add_listener(fill.on_init)
-    events.quit.add_listener(plugin.empty_run.on_quit)  # after everyone's: the last lines of the run
-    events.quit.add_listener(plugin.rate_shortfall.on_quit)
     return plugin
 
 
@@ -102,8 +105,6 @@ class EtcdPlugin:
         self.run_settings: EtcdSettings | None = None
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
         self.feature_hooks: list[FeatureHooks] = []  # the key space fill's, then FEATURES' own in their order
-        self.empty_run = EmptyRun()  # a run that measured no request: judged at quitting, its line printed at quit
-        self.rate_shortfall = RateShortfall(self.recorder, self.client_cpu)  # --etcd-user-rate not held: a line at quit
         self.shown_host: str | None = None  # the endpoints this process shows as Locust's host
         self.started_at = time.time()  # a file older than this is a previous run's
         self.open_files = -1  # this process's open-file limit, raised at init (-1: not yet)
@@ -119,7 +120,7 @@ class EtcdPlugin:
         """Check the options and the cluster before anything runs; bad input ends the process with one line."""
         self.environment = self.recorder.environment = self.client_cpu.environment = environment
         context = attach(environment, runner)  # the process's role, decided here once
-        _interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
+        ctrl_c.interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
         self.open_files = open_files.raise_limit()  # every process: a worker's, a forked one's, the master's
         for shape in judged_shapes(environment):  # what a shape's live verdicts need from the run
             shape.recorder, shape.on_breach = self.recorder, lambda why: context.on_breach(why)
@@ -158,7 +159,6 @@ class EtcdPlugin:
         else:
             self.run_settings = settings
             self._show_endpoints_as_host(environment, settings)
-            self.rate_shortfall.on_test_start(environment, settings.user_rate)
             for hooks in self.feature_hooks:  # before the key space is written: the monitoring watches the fill too
                 hooks.on_run_start(environment, settings)
         context.drop_session_if_changed(settings)
@@ -166,8 +166,6 @@ class EtcdPlugin:
     def on_spawning_complete(self, **_kwargs) -> None:
         self.recorder.on_spawning_complete()
         collector.on_spawning_complete()
-        if self.environment is not None:
-            self.rate_shortfall.on_spawning_complete(self.environment)
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
         self.recorder.on_report_to_master(data)
@@ -178,7 +176,6 @@ class EtcdPlugin:
         self.client_cpu.on_worker_report(client_id, data)
 
     def on_test_stop(self, environment, **_kwargs) -> None:
-        self.rate_shortfall.on_test_stop()
         self.recorder.on_test_stop()
         collector.on_test_stop()
 
@@ -197,8 +194,6 @@ class EtcdPlugin:
         self.recorder.on_quitting()
         for hooks in self.feature_hooks:  # the gates' first: they judge on what the later features still hold
             hooks.on_quitting(environment)
-        if self.ran and self._has_etcd_options(environment) and role.judges and self.run_settings is not None:
-            self.empty_run.judge(environment, self.feature_hooks)
         if role.judges:
             final_stats.at_quitting(environment)  # with --json(-file): before Locust clears its per-name figures
             self._decide_exit_code(environment, shape)
@@ -208,7 +203,6 @@ class EtcdPlugin:
         requests. Workers keep Locust's rule: they judge nothing."""
         verdicts = [hooks.exit_verdict(environment) for hooks in self.feature_hooks]
         verdicts.append(shape.exit_verdict() if shape is not None else None)
-        verdicts.append(self.empty_run.exit_verdict())
         verdicts.append(exit_code.locust_verdict(environment, log.unhandled_greenlet_exception))
         decided = exit_code.decide(verdicts)
         environment.process_exit_code = decided.code
@@ -256,17 +250,3 @@ class EtcdPlugin:
         bridge.close_bridge()
         self.target.stop_local()
         sys.exit(code)
-
-
-def _interrupt_main_greenlet_on_ctrl_c(main) -> None:
-    """Ctrl-C as Locust expects it: KeyboardInterrupt in its main greenlet, which shuts the run down cleanly.
-
-    Python raises KeyboardInterrupt in whatever code runs when SIGINT arrives; with busy users that is a user's
-    greenlet, which dies with a traceback while the run ends without its summary.
-    """
-
-    def interrupt() -> None:
-        if not main.dead:
-            main.throw(KeyboardInterrupt)
-
-    gevent.signal_handler(signal.SIGINT, interrupt)

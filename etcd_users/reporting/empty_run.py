@@ -1,9 +1,10 @@
 """A run whose measured window holds no request ends with one line saying why, and exit code 1: an empty table with
 exit code 0 reads as a run that passed. Watchers that received events of another run's writes measured those.
 
-Judged at ``quitting`` on the master or the single process, once the workers' last reports are in (the plugin calls
-``EmptyRun.judge``, then takes ``exit_verdict`` into the exit code it decides, ``etcd_users.exit_code``); the line is
-printed at ``quit``, after Locust's summary, where a pipeline's log ends. ``why_empty`` is pure.
+``EmptyRun`` is a feature's hooks, after every other's: judged at ``quitting`` on the master or the single process,
+once the workers' last reports are in and the other features have judged (the watchers' tally), its ``exit_verdict``
+taken into the exit code (``etcd_users.exit_code``); the line is printed at ``quit``, after Locust's summary and the
+other features' lines, where a pipeline's log ends. ``why_empty`` is pure.
 """
 
 from locust.runners import WorkerRunner
@@ -54,31 +55,34 @@ def why_empty(
     )
 
 
-class EmptyRun:
+class EmptyRun(FeatureHooks):
     """The judgement of the current run, and its line until it is printed."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool) -> None:
+        super().__init__(tool)
         self.line = ""
 
-    def judge(self, environment, hooks: Iterable[FeatureHooks]) -> None:
-        """At quitting: a run without a request gets its line."""
+    def on_quitting(self, environment) -> None:
+        """A run without a request gets its line."""
         self.line = ""
         runner = environment.runner
-        if runner is None or isinstance(runner, WorkerRunner) or environment.stats.total.num_requests:
+        if not self.tool.ran or self.tool.run_settings is None or runner is None or isinstance(runner, WorkerRunner):
+            return
+        if environment.stats.total.num_requests:
             return
         tally = run_context(environment).watch_tally  # judged by the watchers' hooks at quitting, before this
         if tally is not None and tally.events:
             return  # watchers of another run's writes: their events are the measure (the ``watchers:`` line)
         options = environment.parsed_options
         self.line = why_empty(
-            (hook.preparation for hook in hooks if hook.preparation is not None),
+            (hooks.preparation for hooks in self.tool.feature_hooks if hooks.preparation is not None),
             time.time() - environment.stats.start_time,
             getattr(options, "run_time", None),
             getattr(runner, "target_user_count", 0) or 0,
             runner.user_count,
         )
 
-    def exit_verdict(self) -> ExitVerdict | None:
+    def exit_verdict(self, environment) -> ExitVerdict | None:
         """The run's part in the exit code: 1 when it measured no request."""
         return ExitVerdict(NOTHING_MEASURED, "no request was measured") if self.line else None
 

@@ -7,7 +7,8 @@ second, against ``--etcd-user-rate`` times the users that follow it. Below ``HEL
 held. The client was short when its busiest process wanted ``CLIENT_BOUND_PCT`` % of a core (CPU used plus time
 waiting for one, ``PREFIX_client_cpu.csv``'s rule); else etcd was: each user waits for an answer before its next
 request, so at etcd's service time the users could not send more. A run driven by a load shape is left to the
-shape's own per-level verdicts. ``held``, ``short_side`` and ``shortfall_line`` are pure.
+shape's own per-level verdicts. ``RateShortfall`` is a feature's hooks, whose line is the last of the run; ``held``,
+``short_side`` and ``shortfall_line`` are pure.
 """
 
 from locust.runners import WorkerRunner
@@ -20,9 +21,9 @@ from typing import NamedTuple
 from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
+from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import CLIENT_BOUND_PCT, INTENDED, SERVICE
-from etcd_users.latency.client_cpu import ClientCpu, Row
-from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.latency.client_cpu import Row
 from etcd_users.latency.store import Key
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
@@ -98,13 +99,15 @@ def whole_seconds(start: float, end: float) -> range:
     return range(first, max(first, math.floor(end)))
 
 
-class RateShortfall:
+class RateShortfall(FeatureHooks):
     """Counts a master's (or single process's) scheduled operations and client CPU per second, and judges at quit."""
 
-    def __init__(self, recorder: LatencyRecorder, client_cpu: ClientCpu) -> None:
-        self.recorder = recorder
-        recorder.store.merged_listeners.append(self._on_merged)
-        client_cpu.listeners.append(self._on_cpu)
+    def __init__(self, tool) -> None:
+        super().__init__(tool)
+        self.recorder = tool.recorder
+        self.recorder.store.merged_listeners.append(self._on_merged)
+        tool.client_cpu.listeners.append(self._on_cpu)
+        self.environment = None
         self._reset()
 
     def _reset(self) -> None:
@@ -123,12 +126,16 @@ class RateShortfall:
         if self.rate > 0:  # a second's row per process: kept for rate-mode runs only
             self.cpu.append(row)
 
-    def on_test_start(self, environment, rate: float) -> None:
-        self._reset()
-        self.rate = rate
+    def on_init(self, environment, **_kwargs) -> None:
+        self.environment = environment
 
-    def on_spawning_complete(self, environment) -> None:
-        runner = environment.runner
+    def on_run_start(self, environment, settings) -> None:
+        self._reset()
+        self.rate = settings.user_rate
+
+    def on_spawning_complete(self, **_kwargs) -> None:
+        environment = self.environment
+        runner = environment.runner if environment is not None else None
         if isinstance(runner, WorkerRunner) or environment.shape_class is not None or self.rate <= 0:
             return
         classes = {user_class.__name__: user_class for user_class in environment.user_classes or ()}
@@ -138,7 +145,7 @@ class RateShortfall:
         )
         self.window = (time.time(), None)
 
-    def on_test_stop(self, **_kwargs) -> None:
+    def on_test_stop(self, environment, **_kwargs) -> None:
         if self.window is not None and self.window[1] is None:
             self.window = (self.window[0], time.time())
 

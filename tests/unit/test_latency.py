@@ -57,7 +57,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 @pytest.fixture(autouse=True)
 def keep_pytest_s_ctrl_c(monkeypatch: pytest.MonkeyPatch) -> None:
     """The plugin's init hands Ctrl-C to Locust's main greenlet; in this process it stays pytest's."""
-    monkeypatch.setattr(plugin, "_interrupt_main_greenlet_on_ctrl_c", lambda main: None)
+    monkeypatch.setattr(plugin.ctrl_c, "interrupt_main_greenlet_on_ctrl_c", lambda main: None)
 
 
 def record(store: LatencyStore, name: str, ms: float | None, failed: bool = False, **context: float) -> None:
