@@ -1,6 +1,6 @@
 """The command line of benchmark suites (``python -m etcd_users.suite``): ``run`` a suite file, or print its plan
 with ``--dry-run``; ``check`` suite files. Exit status: 0 all runs done, 1 some failed, 2 a bad suite file, output
-directory or no etcd binary, 130 (143 for SIGTERM) interrupted."""
+directory or no etcd binary, 3 the suite's ``compare:`` found a row worse, 130 (143 for SIGTERM) interrupted."""
 
 import argparse
 import json
@@ -15,7 +15,7 @@ from etcd_users.local import ClusterError
 from etcd_users.suite.execute import Signals, SuiteRunner, clock
 from etcd_users.suite.fit import check_fit, connections_per_process, hard_limit, limit_text
 from etcd_users.suite.loader import load_suite, read_document, renamed
-from etcd_users.suite.plan import combinations, grid, locust_command, plan
+from etcd_users.suite.plan import combinations, compare_command, grid, locust_command, plan
 from etcd_users.suite.schema import LOCAL_CLUSTER_OPTIONS, Suite, SuiteError
 
 PROG = "python -m etcd_users.suite"
@@ -66,6 +66,9 @@ def dry_run(suite: Suite, out: Path) -> None:
             f"{connections_per_process(suite, combo)} connections each (open-file limit {limit_text(limit)})"
         )
         print(f"    {' '.join(_quote(part) for part in command)}")
+    if suite.compare is not None:
+        command = compare_command(suite, out)
+        print(f"then compare: python {' '.join(_quote(part) for part in command[1:])}")
 
 
 def _quote(part: str) -> str:

@@ -37,6 +37,7 @@ from etcd_users.suite.plan import (
     PlannedRun,
     combination_settings,
     combinations,
+    compare_command,
     fingerprint,
     grid,
     locust_command,
@@ -257,7 +258,27 @@ class SuiteRunner:
         )
         for run in failed:
             self.echo(f"  failed: {run.relative_prefix} (log: {_paths(self.out / run.relative_prefix)['stderr']})")
-        return 1 if failed else 0
+        if failed:
+            if self.suite.compare is not None:
+                self.echo("compare: not made while runs failed; run the suite again to redo them")
+            return 1
+        return self._compare() if self.suite.compare is not None else 0
+
+    def _compare(self) -> int:
+        """The suite's ``compare:`` once every run is done: the table printed, the files written; 3 when a row is
+        worse, as ``analysis compare`` says, 1 when it could not compare."""
+        command = compare_command(self.suite, self.out)
+        self.echo(f"compare: python {' '.join(command[1:])}")
+        compared = subprocess.run(command, capture_output=True, text=True)
+        for line in compared.stdout.rstrip().splitlines():
+            self.echo(line)
+        told = compared.stderr.strip().splitlines()
+        if compared.returncode not in (0, 3):
+            self.echo(f"compare failed: {told[-1] if told else f'exit code {compared.returncode}'}")
+            return 1
+        if told:
+            self.echo(told[-1])  # the files written
+        return compared.returncode
 
     def prepare(self) -> None:
         """Read what earlier invocations finished, from each run's done marker."""

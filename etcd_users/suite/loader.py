@@ -13,8 +13,9 @@ import yaml
 from etcd_users.arguments import Option
 from etcd_users.local import ClusterError, choose_etcd_binary
 from etcd_users.settings import SettingsError, parse_endpoints
-from etcd_users.suite.plan import Combination, combination_settings, combinations
+from etcd_users.suite.plan import Combination, combination_settings, combinations, label_text
 from etcd_users.suite.schema import (
+    COMPARE_KEYS,
     DEFAULT_LOCUSTFILE,
     LOCAL_CLUSTER_OPTIONS,
     OPTIONS_BY_NAME,
@@ -24,6 +25,7 @@ from etcd_users.suite.schema import (
     SETTING_AXES,
     TOP_KEYS,
     Axis,
+    Compare,
     Suite,
     SuiteError,
     canonical_name,
@@ -339,9 +341,40 @@ def _build_suite(checker: _Checker, document: dict, quick: dict | None) -> Suite
         locustfile=locustfile,
         fixed=fixed,
         axes=axes,
+        compare=_build_compare(checker, document.get("compare"), axes),
     )
     _check_combinations(checker, suite)
     return suite
+
+
+def _build_compare(checker: _Checker, raw: object, axes: tuple[Axis, ...]) -> Compare | None:
+    """``compare:``, an axis of the suite (its quick section's values with --quick) with one name and two values."""
+    if raw is None:
+        return None
+    checker.mapping("compare", raw)
+    for key in raw:
+        if key not in COMPARE_KEYS:
+            raise checker.fail(f"compare.{key}", f"unknown key; known: {', '.join(COMPARE_KEYS)}")
+    if "axis" not in raw:
+        raise checker.fail("compare", "missing axis: name the axis whose two values are compared")
+    name = checker.string("compare.axis", raw["axis"])
+    parts = tuple(_option_name(checker, "compare.axis", part.strip(), allow_settings=True) for part in name.split("+"))
+    axis = next((axis for axis in axes if axis.parts == parts), None)
+    if axis is None:
+        known = ", ".join(axis.name for axis in axes) or "none"
+        raise checker.fail("compare.axis", f"{name!r} is not an axis of the suite; its axes: {known}")
+    if len(parts) > 1:
+        raise checker.fail("compare.axis", f"{axis.name} moves several settings together; compare an axis of one name")
+    if len(axis.values) != 2:
+        raise checker.fail(
+            "compare.axis",
+            f"{axis.name} has {len(axis.values)} value{'s' * (len(axis.values) != 1)}; compare takes an axis of two, "
+            "the baseline first",
+        )
+    changed = raw.get("changed", [])
+    changed = (changed,) if isinstance(changed, str) else checker.strings("compare.changed", changed)
+    baseline, candidate = (label_text(value[0]) for value in axis.values)
+    return Compare(axis=axis.name, baseline=baseline, candidate=candidate, changed=tuple(changed))
 
 
 def _build_axes(

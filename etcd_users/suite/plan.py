@@ -28,7 +28,7 @@ class Combination:
 
     @property
     def label(self) -> str:
-        return " ".join(f"{name}={_text(value)}" for name, value in self.values.items()) or "(single combination)"
+        return " ".join(f"{name}={label_text(value)}" for name, value in self.values.items()) or "(single combination)"
 
 
 @dataclass(frozen=True)
@@ -44,19 +44,20 @@ class PlannedRun:
         return f"{self.combination.id}/rep{self.repeat}"
 
 
-def _text(value: object) -> str:
+def label_text(value: object) -> str:
+    """A value as the combinations' labels (and DIR:AXIS=VALUE) write it."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, tuple | list):
-        return "+".join(map(_text, value))
+        return "+".join(map(label_text, value))
     return str(value)
 
 
 def _id_part(name: str, value: object) -> str:
     label = "class" if name == "user_class" else name
-    return f"{label}={re.sub(r'[^A-Za-z0-9.+-]', '-', _text(value))}"
+    return f"{label}={re.sub(r'[^A-Za-z0-9.+-]', '-', label_text(value))}"
 
 
 def combinations(suite: Suite) -> list[Combination]:
@@ -72,7 +73,7 @@ def combinations(suite: Suite) -> list[Combination]:
         result.append(
             Combination(
                 id="_".join(_id_part(name, value) for name, value in values.items()) or "all",
-                values={name: _text(value) if name == "user_class" else value for name, value in values.items()},
+                values={name: label_text(value) if name == "user_class" else value for name, value in values.items()},
                 users=users,
                 spawn_rate=suite.spawn_rate if suite.spawn_rate is not None else float(users),
                 user_class=values.get("user_class", suite.user_class),
@@ -116,7 +117,7 @@ def locust_command(
         "-f", str(suite.locustfile),
         "--headless", "--only-summary",
         "-u", str(combo.users),
-        "-r", _text(combo.spawn_rate),
+        "-r", label_text(combo.spawn_rate),
         "-t", f"{suite.duration}s",
         "--csv", str(prefix),
         *combo.user_class,
@@ -169,7 +170,16 @@ def fingerprint(suite: Suite, run: PlannedRun) -> str:
         "user_class": combo.user_class,
         # only when several: the runs of one process done before processes existed stay done
         **({"processes": combo.processes} if combo.processes > 1 else {}),
-        "options": {name: _text(value) for name, value in sorted(combo.options.items())},
+        "options": {name: label_text(value) for name, value in sorted(combo.options.items())},
         **target,
     }
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=list).encode()).hexdigest()
+
+
+def compare_command(suite: Suite, out: Path) -> list[str]:
+    """The comparison of the suite's ``compare:``, as ``python -m etcd_users.analysis compare`` makes it: one value of
+    the axis against the other, combination by combination, its files in ``OUT/compare``."""
+    compare = suite.compare
+    sides = [f"{out}:{compare.axis}={value}" for value in (compare.baseline, compare.candidate)]
+    changed = ["--changed", ",".join(compare.changed)] if compare.changed else []
+    return [sys.executable, "-m", "etcd_users.analysis", "compare", *sides, *changed, "--out", str(out / "compare")]

@@ -34,8 +34,10 @@ TOP_KEYS = (
     "locustfile",
     "fixed",
     "axes",
+    "compare",
     "quick",
 )
+COMPARE_KEYS = ("axis", "changed")
 QUICK_KEYS = ("repeats", "duration", "users", "spawn_rate", "processes", "fixed", "axes")
 # what an axis may vary besides the --etcd-* options
 SETTING_AXES = ("user_class", "users", "members", "processes")
@@ -66,6 +68,17 @@ class Axis:
 
 
 @dataclass(frozen=True)
+class Compare:
+    """``compare:``: the runs of one value of an axis against those of its other, combination by combination, once
+    every run is done (``python -m etcd_users.analysis compare DIR:AXIS=BASELINE DIR:AXIS=CANDIDATE``)."""
+
+    axis: str  # an axis of one name and two values
+    baseline: str  # its first value, as the combinations' labels write it
+    candidate: str  # its second
+    changed: tuple[str, ...]  # options or facts that differ on purpose (analysis compare --changed)
+
+
+@dataclass(frozen=True)
 class Suite:
     path: Path
     name: str
@@ -83,6 +96,7 @@ class Suite:
     locustfile: Path
     fixed: dict[str, object]
     axes: tuple[Axis, ...]
+    compare: Compare | None = None
 
     @property
     def axis_names(self) -> list[str]:

@@ -112,6 +112,16 @@ def test_a_dry_run_gives_the_local_etcds_round_trip_to_its_cluster_not_to_locust
     assert not [line for line in commands if " --etcd-local-peer-rtt " in line]
 
 
+def test_a_dry_run_ends_with_the_comparison_of_the_suite_s_compare(tmp_path):
+    result = run_suite("run", str(REPO / "suites" / "version-compare.yaml"), "--out", str(tmp_path), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    sides = f"{tmp_path}:local-binary=3.4 {tmp_path}:local-binary=3.5"
+    compare = (
+        f"then compare: python -m etcd_users.analysis compare {sides} --changed etcd_version --out {tmp_path}/compare"
+    )
+    assert result.stdout.rstrip().splitlines()[-1] == compare
+
+
 def test_the_field_report_s_whole_ladder_plans_its_processes_within_the_open_file_limit():
     result = run_suite("run", "suites/tls-put-concurrency-ladder.yaml", "--dry-run")
     assert result.returncode == 0, result.stderr
@@ -260,6 +270,28 @@ MALFORMED = {
         BASE + "fixed:\n  local-binary: '9.9'\n",
         "fixed.local-binary: --etcd-local-binary: no etcd 9.9",
     ),
+    # compare: one axis of one name and two values
+    "compare_no_axis": (BASE + "axes:\n  conns: [1, 2]\ncompare:\n  changed: conns\n", "compare: missing axis"),
+    "compare_unknown_key": (
+        BASE + "axes:\n  conns: [1, 2]\ncompare:\n  axis: conns\n  baseline: 1\n",
+        "compare.baseline: unknown key; known: axis, changed",
+    ),
+    "compare_not_an_axis": (
+        BASE + "axes:\n  conns: [1, 2]\ncompare:\n  axis: target\n",
+        "compare.axis: 'target' is not an axis of the suite; its axes: conns",
+    ),
+    "compare_three_values": (
+        BASE + "axes:\n  conns: [1, 2, 3]\ncompare:\n  axis: conns\n",
+        "compare.axis: conns has 3 values; compare takes an axis of two, the baseline first",
+    ),
+    "compare_linked": (
+        BASE.replace("users: 1\n", "") + "axes:\n  users+conns: [[1, 1], [2, 2]]\ncompare:\n  axis: users+conns\n",
+        "compare.axis: users+conns moves several settings together; compare an axis of one name",
+    ),
+    "compare_quick_one_value": (
+        BASE + "axes:\n  conns: [1, 2]\ncompare:\n  axis: conns\nquick:\n  axes:\n    conns: [1]\n",
+        "compare.axis: conns has 1 value; compare takes an axis of two",
+    ),
 }
 
 
@@ -334,7 +366,7 @@ def test_a_failing_run_is_reported_and_the_suite_goes_on(tmp_path):
     # port 9 (discard) has no etcd: Locust stops at start with locust-etcd's one-line error, exit code 2
     suite.write_text(
         "duration: 2\nusers: 1\nuser_class: EtcdPutUser\nendpoints: http://127.0.0.1:9\n"
-        "fixed:\n  timeout: 1\naxes:\n  val-size: [10, 20]\n"
+        "fixed:\n  timeout: 1\naxes:\n  val-size: [10, 20]\ncompare:\n  axis: val-size\n"
     )
     out = tmp_path / "out"
     result = run_suite("run", str(suite), "--out", str(out), timeout=60)
@@ -342,6 +374,8 @@ def test_a_failing_run_is_reported_and_the_suite_goes_on(tmp_path):
     assert result.stdout.count("FAILED after") == 2
     assert "locust exited with code 2" in result.stdout
     assert "locust-etcd: error: no etcd endpoint answered" in result.stdout
+    assert "compare: not made while runs failed; run the suite again to redo them" in result.stdout
+    assert not (out / "compare").exists()
     document = json.loads((out / "suite.json").read_text())
     runs = [run for combo in document["combinations"] for run in combo["runs"]]
     assert [run["status"] for run in runs] == ["failed", "failed"]
