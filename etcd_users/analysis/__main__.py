@@ -40,6 +40,9 @@ from etcd_users.analysis.load import AnalysisError, Run, load_run, normalize_pre
 from etcd_users.analysis.measure import measure_run
 from etcd_users.analysis.memory_model import RUN_RECIPES, format_report, memory_report
 from etcd_users.analysis.memory_model import write_files as write_memory_files
+from etcd_users.analysis.phases import DECIMALS as PHASE_DECIMALS
+from etcd_users.analysis.phases import NOTES as PHASE_NOTES
+from etcd_users.analysis.phases import measure as measure_phases
 from etcd_users.analysis.report import markdown_notes, markdown_table, write_csv, write_html, write_markdown
 from etcd_users.analysis.report_sections import report_sections
 from etcd_users.analysis.server import add_server_columns
@@ -70,6 +73,7 @@ SLA_HELP = (
 )
 LEVELS_TITLE = "etcd load test per level"
 DISRUPTIONS_TITLE = "etcd disruptions and their cost"
+PHASES_TITLE = "the run by the etcd versions its members ran"
 
 
 def _warmup(value: str) -> float | str:
@@ -303,13 +307,8 @@ def run_compare(args: argparse.Namespace) -> int:
         print(markdown_notes(level_notes))
         print()
         print("\n".join(sentences(level_runs)))
-    disruption_tables = [found for run in runs if (found := measure_disruptions(run)) is not None]
-    disruptions = pd.concat(disruption_tables, ignore_index=True) if disruption_tables else None
-    if disruptions is not None:
-        print()
-        print(markdown_table(disruptions, DISRUPTION_DECIMALS))
-        print()
-        print(markdown_notes(DISRUPTION_NOTES))
+    disruptions = _printed_table(runs, measure_disruptions, DISRUPTION_DECIMALS, DISRUPTION_NOTES)
+    phases = _printed_table(runs, measure_phases, PHASE_DECIMALS, PHASE_NOTES)
     audit = measure_audits(runs)
     # beside the first breach: what the members gave when a gate first failed (--etcd-profile-on-breach)
     captures = [line for run in runs for line in capture_lines(run.prefix, run.label if len(runs) > 1 else None)]
@@ -332,7 +331,9 @@ def run_compare(args: argparse.Namespace) -> int:
         write_csv(table, args.out / "comparison.csv")
         write_csv(errors, args.out / "errors.csv")
         if disruptions is not None:
-            _write_disruptions(disruptions, args.out)
+            _write_table(disruptions, args.out, "disruptions", DISRUPTIONS_TITLE, DISRUPTION_DECIMALS, DISRUPTION_NOTES)
+        if phases is not None:
+            _write_table(phases, args.out, "phases", PHASES_TITLE, PHASE_DECIMALS, PHASE_NOTES)
         levels_svg = None
         if level_runs:
             extra = ([""] + captures if captures else []) + ([""] + advice if advice else [])
@@ -358,6 +359,7 @@ def run_compare(args: argparse.Namespace) -> int:
             level_chart=levels_svg,
             captures=captures,
             disruptions=disruptions,
+            phases=phases,
             audit=audit,
         )
         write_html(args.out / "report.html", TITLE, sections)
@@ -365,14 +367,29 @@ def run_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_disruptions(table: pd.DataFrame, out: Path) -> None:
-    markdown = [f"# {DISRUPTIONS_TITLE}", markdown_table(table, DISRUPTION_DECIMALS), markdown_notes(DISRUPTION_NOTES)]
-    (out / "disruptions.md").write_text("\n\n".join(markdown) + "\n", encoding="utf-8")
-    write_csv(table, out / "disruptions.csv", {column: 3 for column in DISRUPTION_DECIMALS})
+def _printed_table(runs: list, measure, decimals: dict, notes: list[str]) -> pd.DataFrame | None:
+    """One of the runs' tables (``measure`` of each run that has it, together), printed with its notes; None when no
+    run has it."""
+    tables = [found for run in runs if (found := measure(run)) is not None]
+    if not tables:
+        return None
+    table = pd.concat(tables, ignore_index=True)
+    print()
+    print(markdown_table(table, decimals))
+    print()
+    print(markdown_notes(notes))
+    return table
+
+
+def _write_table(table: pd.DataFrame, out: Path, name: str, title: str, decimals: dict, notes: list[str]) -> None:
+    """``NAME.md``, ``.csv`` and ``.json`` of one of the run's tables."""
+    markdown = [f"# {title}", markdown_table(table, decimals), markdown_notes(notes)]
+    (out / f"{name}.md").write_text("\n\n".join(markdown) + "\n", encoding="utf-8")
+    write_csv(table, out / f"{name}.csv", {column: 3 for column in decimals})
     rows = table.astype(object).where(table.notna(), None).to_dict(orient="records")
-    document = {"columns": list(table.columns), "rows": rows, "notes": DISRUPTION_NOTES}
-    (out / "disruptions.json").write_text(json.dumps(document, indent=2, default=_plain) + "\n", "utf-8")
-    print(f"wrote disruptions.md, disruptions.csv and disruptions.json to {out}", file=sys.stderr)
+    document = {"columns": list(table.columns), "rows": rows, "notes": notes}
+    (out / f"{name}.json").write_text(json.dumps(document, indent=2, default=_plain) + "\n", "utf-8")
+    print(f"wrote {name}.md, {name}.csv and {name}.json to {out}", file=sys.stderr)
 
 
 def _plain(value: object) -> object:

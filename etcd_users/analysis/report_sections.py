@@ -3,8 +3,8 @@
 - a load shape's run answers "up to which load did etcd hold?": the capacity sentence, one row per level with the
   level's own figures, and the chart per level; the whole run's averaged row comes later, labelled as such;
 - any other run answers "what did it do?": the comparison table;
-- after the answer, the audit's verdict and the disruptions' cost when the run has them, the whole run (for a shape's
-  run), every column per level, the errors, and the charts over time.
+- after the answer, the audit's verdict, the disruptions' cost and the phases by etcd version when the run has them,
+  the whole run (for a shape's run), every column per level, the errors, and the charts over time.
 
 A verdict that answers another question (a comparison against a baseline) goes before all of these, as
 ``write_html``'s ``lead_sections``.
@@ -22,6 +22,8 @@ from etcd_users.analysis.disruptions import DECIMALS as DISRUPTION_DECIMALS
 from etcd_users.analysis.disruptions import NOTES as DISRUPTION_NOTES
 from etcd_users.analysis.levels import DISPLAY_DECIMALS as LEVEL_DECIMALS
 from etcd_users.analysis.levels import RunLevels, sentences
+from etcd_users.analysis.phases import DECIMALS as PHASE_DECIMALS
+from etcd_users.analysis.phases import NOTES as PHASE_NOTES
 from etcd_users.analysis.report import Section, figure_section, html_table, notes_list, paragraphs, table_section
 from etcd_users.files import AGGREGATED
 
@@ -31,6 +33,7 @@ WHOLE_RUN = "whole-run"
 LEVELS_IN_FULL = "levels-in-full"
 AUDIT = "audit"
 DISRUPTIONS = "disruptions"
+PHASES = "phases"
 ERRORS = "errors"
 
 # the columns of the table that answers: what was offered, what etcd gave, and the verdict
@@ -100,6 +103,7 @@ def report_sections(
     level_chart: Path | None = None,
     captures: Sequence[str] = (),
     disruptions: pd.DataFrame | None = None,
+    phases: pd.DataFrame | None = None,
     audit: tuple[pd.DataFrame, list[str]] | None = None,
 ) -> list[Section]:
     """The sections of report.html in their order (see the module's docstring)."""
@@ -127,6 +131,8 @@ def report_sections(
         near_top.append(
             table_section("Disruptions", disruptions, DISRUPTION_NOTES, DISRUPTION_DECIMALS, anchor=DISRUPTIONS)
         )
+    if phases is not None:
+        near_top.append(table_section("Phases by etcd version", phases, PHASE_NOTES, PHASE_DECIMALS, anchor=PHASES))
     details = []
     if shape_run:
         in_full = table_section("Per level, in full", level_table, level_notes, LEVEL_DECIMALS, anchor=LEVELS_IN_FULL)

