@@ -311,7 +311,7 @@ class Audit:
                 f"delivered to a watcher, {watches.repeated:,} events delivered twice, {watches.disordered:,} below "
                 f"the watcher's previous revision, {watches.split:,} responses that split a revision's events, "
                 f"{watches.ahead:,} events after a progress notification at or above their revision, "
-                f"{watches.prev_kv_wrong:,} prevKVs not the version delivered before"
+                f"{watches.prev_kv_wrong:,} prevKVs not the version or value delivered before"
             )
         reads = self.reads
         if reads.violated:

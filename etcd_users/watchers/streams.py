@@ -21,6 +21,8 @@ from etcd_users.transport.watch_counts import WatchCounts
 from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.tally import bucket, cancel_label
 
+_DELETED = (0, 0)  # a prevKV key's entry after a delete: no previous version
+
 
 class PrefixWatchers(ResumingStreams):
     def __init__(
@@ -48,9 +50,9 @@ class PrefixWatchers(ResumingStreams):
         self._latest = [[0] * watchers for _ in range(streams)]
         self._last_key = [[b""] * watchers for _ in range(streams)]
         self._worst: list[dict[int, int]] = [{} for _ in range(streams)]
-        # with prev_kv, the first watcher's keys: the mod revision it delivered last (0: deleted); one watcher per
-        # user is checked, so that the memory is a key space's, not a key space per watcher
-        self._seen: dict[bytes, int] = {}
+        # with prev_kv, the first watcher's keys: the mod revision and the value's hash it delivered last ((0, 0):
+        # deleted); one watcher per user is checked, so that the memory is a key space's, not a key space per watcher
+        self._seen: dict[bytes, tuple[int, int]] = {}
         self._prev_kv_checked = self._prev_kv_wrong = 0
         self._slots: list[dict[int, int]] = [{} for _ in range(streams)]  # per stream: etcd's watch id -> watcher
         self._opened_at = [0] * streams  # the revision a stream's watchers were created at
@@ -157,19 +159,22 @@ class PrefixWatchers(ResumingStreams):
                 await asyncio.sleep(delay * count)
 
     def _check_prev_kv(self, events) -> None:
-        """The first watcher's prevKV of each event: the version of the key it delivered last, or none after a delete.
-        A prevKV missing after a put is not judged: etcd leaves it out when that revision is compacted."""
+        """The first watcher's prevKV of each event: the version of the key it delivered last, its value too, or none
+        after a delete. A prevKV missing after a put is not judged: etcd leaves it out when that revision is
+        compacted."""
         seen = self._seen
         for event in events:
             kv = event.kv
             last = seen.get(kv.key)
             if last is not None and event.HasField("prev_kv"):
                 self._prev_kv_checked += 1
-                if event.prev_kv.mod_revision != last:  # 0: the key was deleted, so there is no previous version
+                previous = event.prev_kv
+                # (0, 0): the key was deleted, so there is no previous version
+                if previous.mod_revision != last[0] or hash(previous.value) != last[1]:
                     self._prev_kv_wrong += 1
-            elif last == 0:
+            elif last == _DELETED:
                 self._prev_kv_checked += 1
-            seen[kv.key] = 0 if event.type == kv_pb2.Event.DELETE else kv.mod_revision
+            seen[kv.key] = _DELETED if event.type == kv_pb2.Event.DELETE else (kv.mod_revision, hash(kv.value))
 
     def cancel(self) -> None:
         """Close the streams; add each watcher's largest lag to the tally and the order to the audit's counts."""

@@ -236,7 +236,7 @@ def test_each_watch_guarantee_broken_fails_the_audit_with_its_count(guarantee):
         "disordered": "3 below the watcher's previous revision",
         "split": "3 responses that split a revision's events",
         "ahead": "3 events after a progress notification at or above their revision",
-        "prev_kv_wrong": "3 prevKVs not the version delivered before",
+        "prev_kv_wrong": "3 prevKVs not the version or value delivered before",
     }
     assert told[guarantee] in audit.error_lines()[0]
 

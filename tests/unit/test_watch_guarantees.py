@@ -256,16 +256,25 @@ def test_a_kubernetes_resource_watch_counts_the_guarantees_its_watchers_break():
     assert (counts.watchers, counts.in_order, counts.repeated, counts.split, counts.disordered) == (1, 4, 1, 1, 1)
 
 
-def change(revision: int, key: bytes, previous: int | None, delete: bool = False) -> rpc_pb2.WatchResponse:
-    """A response of watcher 0 with one event of ``key``, its prevKV at ``previous`` (None: without one)."""
+def value_at(revision: int) -> bytes:
+    return b"v%d" % revision
+
+
+def change(
+    revision: int, key: bytes, previous: int | None, delete: bool = False, previous_value: bytes | None = None
+) -> rpc_pb2.WatchResponse:
+    """A response of watcher 0 with one event of ``key``, its prevKV at ``previous`` (None: without one), whose value
+    is the one written at ``previous`` unless ``previous_value`` says otherwise."""
     kind = kv_pb2.Event.DELETE if delete else kv_pb2.Event.PUT
-    event = kv_pb2.Event(type=kind, kv=kv_pb2.KeyValue(key=key, mod_revision=revision))
+    value = b"" if delete else value_at(revision)
+    event = kv_pb2.Event(type=kind, kv=kv_pb2.KeyValue(key=key, mod_revision=revision, value=value))
     if previous is not None:
-        event.prev_kv.CopyFrom(kv_pb2.KeyValue(key=key, mod_revision=previous))
+        before = value_at(previous) if previous_value is None else previous_value
+        event.prev_kv.CopyFrom(kv_pb2.KeyValue(key=key, mod_revision=previous, value=before))
     return rpc_pb2.WatchResponse(watch_id=0, events=[event])
 
 
-def test_a_prefix_watcher_s_prev_kv_is_the_version_of_the_key_it_delivered_before():
+def test_a_prefix_watcher_s_prev_kv_is_the_version_and_value_of_the_key_it_delivered_before():
     a, b = b"/locust-etcd/a", b"/locust-etcd/b"
     right = [change(11, a, 5), change(12, a, 11), change(13, a, 12, delete=True), change(14, a, None)]
     right.append(change(15, b, None))
@@ -277,3 +286,7 @@ def test_a_prefix_watcher_s_prev_kv_is_the_version_of_the_key_it_delivered_befor
     assert (counts.prev_kv_checked, counts.prev_kv_wrong, counts.violations) == (3, 2, 2)
     compacted = [change(11, a, 5), change(12, a, None)]  # etcd leaves out a prevKV it compacted: not judged
     assert asyncio.run(prefix_watchers(compacted, prev_kv=True)).prev_kv_checked == 0
+    # the right version with another value than the one delivered at it is wrong too
+    other_value = [change(11, a, 5), change(12, a, 11, previous_value=b"v11-but-not-as-delivered"), change(13, a, 12)]
+    counts = asyncio.run(prefix_watchers(other_value, prev_kv=True))
+    assert (counts.prev_kv_checked, counts.prev_kv_wrong, counts.violations) == (2, 1, 1)
