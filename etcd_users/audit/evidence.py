@@ -4,7 +4,9 @@
 For each key lost (``ledger.KeyCounts.lost_keys``) and each linearizable read that did not see a write acknowledged
 before it was sent (``reads.ReadCounts.evidence``): the write etcd acknowledged to the tool, what the tool read, and
 each member's own answer (a serializable read of the member alone) for the key now and at the acknowledged write's
-revision, while etcd still keeps that history. A member that answers otherwise than the others is the one to look at.
+revision, while etcd still keeps that history, and the key's events on each member from that write on (a watch from
+its revision: who deleted or rewrote the key, and when). A member that answers otherwise than the others is the one
+to look at.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ import asyncio
 import html
 import json
 
-from etcd3.etcdrpc import rpc_pb2
+import grpc
+from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
 from etcd_users.files import SUFFIXES
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool
 
 HISTORY_TIMEOUT_S = 5.0  # each member's answer for one key
+# a key's events from a past revision come at once; a watch quiet this long after its last response has sent them all
+HISTORY_IDLE_S = 0.5
 
 
 def offending_keys(lost: list[dict], violations: list[dict]) -> list[tuple[str, int]]:
@@ -34,7 +39,8 @@ def offending_keys(lost: list[dict], violations: list[dict]) -> list[tuple[str, 
 
 async def members_view(pool: EndpointPool, keys: list[tuple[str, int]]) -> dict[str, dict[str, dict]]:
     """key -> member URL -> its answer now (``now``) and at the write's revision (``at_write``): a version of the key
-    (mod, create revision, version), ``absent``, or etcd's error (a compacted revision)."""
+    (mod, create revision, version), ``absent``, or etcd's error (a compacted revision); and its events from the
+    write's revision on (``history``)."""
     members = [
         (endpoint.url, pool.connections[endpoint][0]) for endpoint in pool.endpoints if pool.connections.get(endpoint)
     ]
@@ -46,11 +52,61 @@ async def members_view(pool: EndpointPool, keys: list[tuple[str, int]]) -> dict[
     ]
     connections = dict(members)
     # all at once: a member that does not answer costs HISTORY_TIMEOUT_S in all, not per key
-    answers = await asyncio.gather(*(_answer(connections[url], key.encode(), at) for key, url, _, at in asked))
+    answers = await asyncio.gather(
+        *(_answer(connections[url], key.encode(), at) for key, url, _, at in asked),
+        *(_history(connection, key.encode(), revision) for key, revision in keys for _, connection in members),
+    )
     view: dict[str, dict[str, dict]] = {key: {url: {} for url, _ in members} for key, _ in keys}
-    for (key, url, when, _), answer in zip(asked, answers, strict=True):
+    for (key, url, when, _), answer in zip(asked, answers[: len(asked)], strict=True):
         view[key][url][when] = answer
+    histories = iter(answers[len(asked) :])
+    for key, _ in keys:
+        for url, _ in members:
+            view[key][url]["history"] = next(histories)
     return view
+
+
+async def _history(connection, key: bytes, start: int) -> dict:
+    """The key's events on one member from revision ``start`` on, each ``{revision, type, version}``; from where etcd's
+    compaction left its history (``compacted_at``) when ``start`` is gone; etcd's error otherwise."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + HISTORY_TIMEOUT_S
+    events: list[dict] = []
+    found: dict = {}
+    for _ in range(2):  # once more from the compaction's revision, when etcd refuses ``start`` for it
+        call = connection.watch.Watch(metadata=connection.metadata)
+        again = False
+        try:
+            create = rpc_pb2.WatchCreateRequest(key=key, start_revision=start)
+            await call.write(rpc_pb2.WatchRequest(create_request=create))
+            while (left := min(HISTORY_IDLE_S, deadline - loop.time())) > 0:
+                try:
+                    response = await asyncio.wait_for(call.read(), left)
+                except TimeoutError:
+                    break
+                if response is grpc.aio.EOF:
+                    break
+                if response.canceled and response.compact_revision:
+                    found["compacted_at"] = start = response.compact_revision
+                    again = True
+                    break
+                if response.canceled:
+                    return {**found, "error": response.cancel_reason or "canceled"}
+                events += [
+                    {
+                        "revision": event.kv.mod_revision,
+                        "type": "delete" if event.type == kv_pb2.Event.DELETE else "put",
+                        "version": event.kv.version,
+                    }
+                    for event in response.events
+                ]
+        except Exception as error:  # whatever the member says is the evidence, under etcd's or gRPC's label
+            return {**found, "error": error_label(error)}
+        finally:
+            call.cancel()
+        if not again:
+            break
+    return {**found, "events": events}
 
 
 async def _answer(connection, key: bytes, revision: int) -> dict | str:
@@ -120,11 +176,34 @@ def _rows(item: dict, lost: bool) -> list[tuple[int, str, str]]:
                 f"{item['name']} read at rev {item['read_revision']}: {item['reason']}",
             ),
         ]
-    for url, answers in sorted(item["members"].items()):
+    members = item["members"]
+    for url, answers in sorted(members.items()):
         rows.append((written, url, f"at rev {written}: {_version(answers['at_write'])}"))
         now = answers["now"]
         rows.append((now.get("member_revision", written), url, f"now: {_version(now)}"))
+        history = answers.get("history") or {}
+        compacted = history.get("compacted_at")
+        if compacted is not None:
+            rows.append((compacted, url, f"history compacted: its events from rev {compacted}"))
+        if "error" in history:
+            rows.append((written, url, f"history: error: {history['error']}"))
+    rows += _events(members)
     return sorted(rows, key=lambda row: row[0])
+
+
+def _events(members: dict[str, dict]) -> list[tuple[int, str, str]]:
+    """Each event of the key in the members' histories, once, with the members that have it (all, or which)."""
+    holders: dict[tuple[int, str, int], list[str]] = {}
+    answered = [url for url, answers in members.items() if "events" in (answers.get("history") or {})]
+    for url in answered:
+        for event in members[url]["history"]["events"]:
+            holders.setdefault((event["revision"], event["type"], event["version"]), []).append(url)
+    rows = []
+    for (revision, kind, version), urls in holders.items():
+        who = "every member" if len(urls) == len(answered) > 1 else ", ".join(sorted(urls))
+        what = "deleted" if kind == "delete" else f"put, version {version}"
+        rows.append((revision, who, f"{what} at rev {revision}"))
+    return rows
 
 
 def timeline(evidence: dict) -> str:

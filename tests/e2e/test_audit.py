@@ -32,7 +32,6 @@ from etcd_users.transport.pool import EndpointPool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-COMPACTED = "mvcc: required revision has been compacted"
 
 LINE = re.compile(r"^audit: (1 member's|3 members') HashKV equal at rev \d+; ([\d,]+) acknowledged writes, 0 lost$")
 
@@ -68,7 +67,18 @@ def test_a_put_run_audits_clean_and_says_so_in_a_line_and_its_file(members, requ
     assert f"{prefix}_audit.json" in result.stderr  # among the files written
 
 
-def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(etcd1, tmp_out):
+@pytest.fixture
+def uncompacted():
+    """A member of its own without auto-compaction: the evidence's history of a key goes back to the tool's write."""
+    cluster = LocalCluster(1, auto_compaction_retention=None)
+    cluster.start(timeout=30)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(uncompacted, tmp_out):
     """The tool writes the keys in order, each once; another client deletes the first ten while it runs."""
     prefix, junit_path = tmp_out / "run", tmp_out / "junit.xml"
     key_prefix = "/audit-lost/"
@@ -77,11 +87,11 @@ def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(et
         *("--etcd-sequential-keys", "--etcd-user-rate", "200", "--etcd-cleanup", "--etcd-junit", str(junit_path)),
         "EtcdPutUser",
     )
-    address = urllib.parse.urlsplit(etcd1.endpoints[0])
+    address = urllib.parse.urlsplit(uncompacted.endpoints[0])
     client = etcd3.client(address.hostname, address.port, timeout=10)
     keys = [f"{key_prefix}{index:020d}" for index in range(10)]
     try:
-        with start_locust(*headless_args(etcd1, prefix, *args, users=2, seconds=6), log_dir=tmp_out) as locust:
+        with start_locust(*headless_args(uncompacted, prefix, *args, users=2, seconds=6), log_dir=tmp_out) as locust:
             deadline = time.monotonic() + 30
             while client.get(f"{key_prefix}{100:020d}")[0] is None:  # the first hundred keys are written
                 assert time.monotonic() < deadline and locust.poll() is None, locust.output()[1][-3000:]
@@ -102,21 +112,24 @@ def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(et
     case = ET.parse(junit_path).getroot().find("testsuite/testcase[@classname='audit']")
     assert case is not None and case.find("failure") is not None
     # the evidence: each deleted key, the put etcd acknowledged of it, and the member's own answer: gone now, there at
-    # the put's revision (unless the local etcd's compaction every 5 s has dropped that revision: etcd says so)
+    # the put's revision; its history from the put on: the put, then the other client's delete
     files = [str(tmp_out / "run_evidence.json"), str(tmp_out / "run_evidence.html")]
     assert record["evidence_files"] == files
     assert f"audit: the offending keys and each member's view of them: {', '.join(files)}" in result.stderr
     lost = json.loads((tmp_out / "run_evidence.json").read_text())["lost"]
     assert sorted(item["key"] for item in lost) == keys
-    member = etcd1.endpoints[0]
+    member = uncompacted.endpoints[0]
     for item in lost:
         assert (item["judged"], item["acknowledged"], item["found_mod_revision"]) == ("vanished", "put", None)
         answers = item["members"][member]
-        at_write = answers["at_write"]
         assert answers["now"]["absent"]
-        assert at_write.get("mod_revision") == item["acknowledged_revision"] or COMPACTED in at_write.get("error", "")
+        assert answers["at_write"]["mod_revision"] == item["acknowledged_revision"], answers
+        put, delete = answers["history"]["events"]
+        assert put == {"revision": item["acknowledged_revision"], "type": "put", "version": 1}, answers["history"]
+        assert delete["type"] == "delete" and delete["revision"] > put["revision"], answers["history"]
     page = (tmp_out / "run_evidence.html").read_text()
     assert all(f"<h3>{key}</h3>" in page for key in keys) and "put acknowledged at rev" in page
+    assert page.count(f"<td>{member}</td><td>deleted at rev ") == 10
 
 
 def test_an_audit_that_cannot_read_back_or_compare_fails_with_its_line_and_file(tmp_out):

@@ -4,6 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from etcd_users.audit.evidence import timeline
 from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
 from etcd_users.reporting import junit
@@ -254,3 +255,33 @@ def test_the_audit_is_added_to_the_junit_report(tmp_path):
     assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
     case = suite.find("testcase")
     assert case.get("classname") == "audit" and case.find("failure").get("message") == "audit: 10 lost"
+
+
+def test_the_evidence_page_gives_each_event_of_a_key_once_with_the_members_that_have_it():
+    put = {"revision": 205, "type": "put", "version": 1}
+    answer = {"mod_revision": 205, "create_revision": 205, "version": 1, "member_revision": 400}
+    members = {
+        "http://a": {"at_write": answer, "now": {"absent": True, "member_revision": 400}},
+        "http://b": {"at_write": answer, "now": {"absent": True, "member_revision": 400}},
+        "http://c": {"at_write": answer, "now": {**answer, "member_revision": 390}},
+    }
+    members["http://a"]["history"] = {"events": [put, {"revision": 345, "type": "delete", "version": 0}]}
+    members["http://b"]["history"] = {"events": [put, {"revision": 345, "type": "delete", "version": 0}]}
+    members["http://c"]["history"] = {"compacted_at": 300, "events": []}
+    lost = {
+        "key": "/k",
+        "acknowledged": "put",
+        "acknowledged_revision": 205,
+        "found_mod_revision": None,
+        "read_revision": 400,
+        "judged": "vanished",
+        "members": members,
+    }
+    page = timeline({"lost": [lost]})
+    rows = page.split("<h3>/k</h3>", 1)[1]
+    # a and b hold the put and the delete, c's history starts at its compaction and holds neither: not "every member"
+    assert "<td>205</td><td>http://a, http://b</td><td>put, version 1 at rev 205</td>" in rows
+    assert "<td>345</td><td>http://a, http://b</td><td>deleted at rev 345</td>" in rows
+    assert "<td>300</td><td>http://c</td><td>history compacted: its events from rev 300</td>" in rows
+    members["http://c"]["history"] = {"events": [put, {"revision": 345, "type": "delete", "version": 0}]}
+    assert "<td>345</td><td>every member</td><td>deleted at rev 345</td>" in timeline({"lost": [lost]})
