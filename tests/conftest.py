@@ -118,9 +118,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @contextmanager
-def started_cluster(members: int) -> Iterator[LocalCluster]:
-    """A started cluster, stopped afterwards; a missing etcd fails the test instead of skipping it."""
-    cluster = LocalCluster(members)
+def started_cluster(members: int, **options) -> Iterator[LocalCluster]:
+    """A started cluster (``options``: LocalCluster's), stopped afterwards; a missing etcd fails the test instead of
+    skipping it."""
+    cluster = LocalCluster(members, **options)
     failure = None
     try:
         cluster.start(timeout=30)
@@ -152,6 +153,13 @@ def etcd3() -> Iterator[LocalCluster]:
 def fresh_etcd1() -> Iterator[LocalCluster]:
     """A 1-member cluster of its own, empty at the start of the test."""
     with started_cluster(1) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def uncompacted_etcd1() -> Iterator[LocalCluster]:
+    """A 1-member cluster of its own without auto-compaction: its whole history stays readable."""
+    with started_cluster(1, auto_compaction_retention=None) as cluster:
         yield cluster
 
 

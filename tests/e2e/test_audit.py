@@ -67,19 +67,9 @@ def test_a_put_run_audits_clean_and_says_so_in_a_line_and_its_file(members, requ
     assert f"{prefix}_audit.json" in result.stderr  # among the files written
 
 
-@pytest.fixture
-def uncompacted():
-    """A member of its own without auto-compaction: the evidence's history of a key goes back to the tool's write."""
-    cluster = LocalCluster(1, auto_compaction_retention=None)
-    cluster.start(timeout=30)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(uncompacted, tmp_out):
-    """The tool writes the keys in order, each once; another client deletes the first ten while it runs."""
+def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(uncompacted_etcd1, tmp_out):
+    """The tool writes the keys in order, each once; another client deletes the first ten while it runs (on a member
+    without auto-compaction: the evidence's history of a key goes back to the tool's write)."""
     prefix, junit_path = tmp_out / "run", tmp_out / "junit.xml"
     key_prefix = "/audit-lost/"
     args = (
@@ -87,11 +77,13 @@ def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(un
         *("--etcd-sequential-keys", "--etcd-user-rate", "200", "--etcd-cleanup", "--etcd-junit", str(junit_path)),
         "EtcdPutUser",
     )
-    address = urllib.parse.urlsplit(uncompacted.endpoints[0])
+    address = urllib.parse.urlsplit(uncompacted_etcd1.endpoints[0])
     client = etcd3.client(address.hostname, address.port, timeout=10)
     keys = [f"{key_prefix}{index:020d}" for index in range(10)]
     try:
-        with start_locust(*headless_args(uncompacted, prefix, *args, users=2, seconds=6), log_dir=tmp_out) as locust:
+        with start_locust(
+            *headless_args(uncompacted_etcd1, prefix, *args, users=2, seconds=6), log_dir=tmp_out
+        ) as locust:
             deadline = time.monotonic() + 30
             while client.get(f"{key_prefix}{100:020d}")[0] is None:  # the first hundred keys are written
                 assert time.monotonic() < deadline and locust.poll() is None, locust.output()[1][-3000:]
@@ -118,7 +110,7 @@ def test_keys_deleted_behind_the_tool_s_back_are_lost_writes_and_fail_the_run(un
     assert f"audit: the offending keys and each member's view of them: {', '.join(files)}" in result.stderr
     lost = json.loads((tmp_out / "run_evidence.json").read_text())["lost"]
     assert sorted(item["key"] for item in lost) == keys
-    member = uncompacted.endpoints[0]
+    member = uncompacted_etcd1.endpoints[0]
     for item in lost:
         assert (item["judged"], item["acknowledged"], item["found_mod_revision"]) == ("vanished", "put", None)
         answers = item["members"][member]
