@@ -62,7 +62,7 @@ class Link:
         self.blackholed = False
         self.extra_delay = 0.0  # the member's own one-way delay and jitter (s), on top of the proxy's
         self.extra_jitter = 0.0
-        self.member_id: str | None = None  # etcd's ID of the member behind the link, once a request names it
+        self.member_id: str | None = None  # etcd's ID of the member behind the link, as the latest request names it
         self.server: asyncio.base_events.Server | None = None
         self.pipes: set[_Pipe] = set()
         self.bytes_forwarded = 0
@@ -244,7 +244,7 @@ class _Pipe(asyncio.Protocol):
             name, _, value = line.partition(b":")
             fields[name.strip().lower()] = value.strip().decode("ascii", "replace")
         self.header = None
-        if fields.get(TARGET_HEADER) and self.link.member_id is None:
+        if fields.get(TARGET_HEADER):  # the latest: a member replaced on the link's port has another ID
             self.link.member_id = fields[TARGET_HEADER]
         self.sender = fields.get(SENDER_HEADER)
         if self.sender is not None and self.link.refuses(self.sender):

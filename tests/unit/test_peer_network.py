@@ -359,10 +359,11 @@ class Members:
             assert members.proxy.links[index].member_id == member
         return members
 
-    async def round_trip_ms(self, sender: str | None, index: int) -> float:
-        """The round trip of 4 bytes over a new connection ``sender`` dials to link ``index`` (its header first)."""
+    async def round_trip_ms(self, sender: str | None, index: int, target: str | None = None) -> float:
+        """The round trip of 4 bytes over a new connection ``sender`` dials to link ``index`` (its header first, naming
+        ``target``, by default the link's first member)."""
         reader, writer = await asyncio.open_connection("127.0.0.1", self.proxy.links[index].listen_port)
-        header = _header(sender, self.IDS[index])
+        header = _header(sender, target or self.IDS[index])
         writer.write(header)
         await reader.readexactly(len(header))
         loop = asyncio.get_running_loop()
@@ -403,6 +404,27 @@ def test_a_member_s_delay_is_on_its_own_link_and_on_the_connections_it_dials_not
         assert members.proxy.command("delay 0 0 1") == "ok delay 0 0 1"  # back to none
         assert await members.round_trip_ms("b", 0) < 20
         assert ":delay" not in members.proxy.command("stats")
+
+    _in_process(test)
+
+
+def test_a_replaced_member_s_new_id_is_learnt_so_that_its_delay_and_its_cut_follow_it():
+    async def test(members: Members) -> None:
+        # member c replaced (removed, wiped, added again on the same peer URL): its peers name its new ID
+        await members.round_trip_ms(None, 2, target="c2")
+        assert members.proxy.links[2].member_id == "c2"
+        assert members.proxy.command("delay 20 0 2") == "ok delay 20 0 2"
+        assert await members.round_trip_ms("c2", 0) >= 40 - 1  # the connections it dials pay its delay
+        assert members.proxy.command("delay 0 0 2") == "ok delay 0 0 2"
+        assert members.proxy.command("blackhole 2") == "ok blackhole 2"
+        # cut both ways: the connections the new member dials are closed as soon as their header names it
+        reader, writer = await asyncio.open_connection("127.0.0.1", members.proxy.links[0].listen_port)
+        writer.write(_header("c2", "a"))
+        try:
+            assert await asyncio.wait_for(reader.read(100), 5) == b""
+        except ConnectionResetError:
+            pass
+        writer.close()
 
     _in_process(test)
 
