@@ -1,7 +1,7 @@
 """A round trip between members as the options write it: ``10ms``, ``10ms±2ms`` or ``10ms+-2ms`` (units us, ms, s).
 
 Pure, and a leaf: read by the settings (``--etcd-local-peer-rtt``, ``settings.network``) and by the disruption grammar
-(``delay``'s ``=RTT``, ``disruptions.schedule``), which the settings package itself imports.
+(``delay``'s ``=RTT``, ``settings.disruption_schedule``).
 """
 
 import re
