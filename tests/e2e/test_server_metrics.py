@@ -100,7 +100,7 @@ def test_a_run_writes_every_member_s_metrics(etcd3, tmp_out):
     for endpoint in etcd3.endpoints:
         # the session's cluster holds what earlier tests wrote: the db is KiB or MiB, a small share of the quota (the
         # local etcd's: 8 GiB, or half the free disk)
-        pattern = rf"INFO/etcd_users\.reporting\.preflight: etcd {endpoint}: v3\.5\.\d+, "
+        pattern = rf"INFO/etcd_users\.monitoring\.preflight: etcd {endpoint}: v3\.5\.\d+, "
         pattern += rf"db [\d.]+ [KM]iB of {re.escape(format_bytes(etcd3.quota_bytes))} quota \(\d+\.\d %\), "
         pattern += r"fsync P99 [\d.]+ ms$"
         assert any(re.search(pattern, line) for line in lines), lines
