@@ -126,11 +126,15 @@ async def _answer(connection, key: bytes, revision: int) -> dict | str:
     }
 
 
-def document(lost: list[dict], violations: list[dict], view: dict[str, dict[str, dict]]) -> dict:
-    """The evidence file: each lost key and each violation, with every member's view of its key."""
+def document(
+    lost: list[dict], violations: list[dict], view: dict[str, dict[str, dict]], held: dict | None = None
+) -> dict:
+    """The evidence file: each lost key and each violation, with every member's view of its key; with members whose
+    data differ, the keys they hold differently (``audit.divergence``)."""
     return {
         "lost": [{**item, "members": view.get(item["key"], {})} for item in lost],
         "linearizability": [{**item, "members": view.get(item["key"], {})} for item in violations],
+        **({"held_differently": held} if held is not None else {}),
     }
 
 
@@ -214,6 +218,7 @@ def timeline(evidence: dict) -> str:
         "td,th{border:1px solid #bbb;padding:2px 8px;text-align:left}</style>",
         "<h1>The audit's offending keys</h1>",
     ]
+    parts += _held_differently(evidence.get("held_differently"))
     for section, title, lost in (
         ("lost", "Acknowledged writes lost", True),
         ("linearizability", "Stale linearizable reads", False),
@@ -228,3 +233,30 @@ def timeline(evidence: dict) -> str:
                 parts.append(f"<tr><td>{revision}</td><td>{html.escape(who)}</td><td>{html.escape(what)}</td></tr>")
             parts.append("</table>")
     return "\n".join(parts) + "\n"
+
+
+def _held_differently(held: dict | None) -> list[str]:
+    """A table of the keys the members hold differently: a column per member, its version and mod revision of each."""
+    if not held:
+        return []
+    urls = list(held["keys_held"])
+    counts = ", ".join(
+        f"{url}: {count if isinstance(count, str) else f'{count:,} keys'}" for url, count in held["keys_held"].items()
+    )
+    parts = [
+        f"<h2>Keys the members hold differently ({held['differing']:,})</h2>",
+        f"<p>under {html.escape(held['prefix'])}: {html.escape(counts)}</p>",
+        "<table><tr><th>key</th>" + "".join(f"<th>{html.escape(url)}</th>" for url in urls) + "</tr>",
+    ]
+    for item in held["keys"]:
+        cells = []
+        for url in urls:
+            entry = item["members"].get(url, "no answer")
+            if isinstance(entry, dict):
+                entry = f"version {entry['version']}, mod rev {entry['mod_revision']}"
+            cells.append(f"<td>{html.escape(entry or 'absent')}</td>")
+        parts.append(f"<tr><td>{html.escape(item['key'])}</td>{''.join(cells)}</tr>")
+    parts.append("</table>")
+    if held["differing"] > len(held["keys"]):
+        parts.append(f"<p>and {held['differing'] - len(held['keys']):,} more keys (the first kept)</p>")
+    return parts

@@ -19,6 +19,7 @@ import time
 from dataclasses import replace
 
 from etcd_users.audit import evidence as evidence_files
+from etcd_users.audit.divergence import keys_held_differently
 from etcd_users.audit.hashkv import hash_members
 from etcd_users.audit.ledger import KeyCounts, Ledger
 from etcd_users.audit.readback import read_back
@@ -119,6 +120,8 @@ class AuditRun(FeatureHooks):
         except Exception as error:  # whatever the members do, the audit ends with its line: failed, saying why
             self.audit.hash_error = error_detail(error)
         evidence = self._offending_keys(settings) if self.audit.evidence else None
+        if evidence is not None:
+            self.audit.held_differently = evidence.get("held_differently")
         local = self.tool.target.local
         if self.audit.failed and local is not None:  # what the members hold is the failure's evidence: not removed
             kept = local.keep_files()
@@ -133,19 +136,27 @@ class AuditRun(FeatureHooks):
                 _write_staleness(prefix + SUFFIXES["staleness"], rows)
 
     def _offending_keys(self, settings) -> dict | None:
-        """The keys lost and those of stale linearizable reads, with every member's view of each; None without any."""
+        """The keys lost and those of stale linearizable reads, with every member's view of each, and the keys members
+        whose data differ hold differently; None without any."""
         lost, violations = self.audit.lost_keys if self.audit.lost else [], self.audit.reads.evidence
         keys = evidence_files.offending_keys(lost, violations)
-        if not keys:
+        data_differ = self.audit.hashes_differ or bool(self.audit.diverged)
+        if not keys and not data_differ:
             return None
+        every_member = replace(settings, target="round-robin")
+        view, held = {}, None
+        # the members' views are a help, not the verdict: the keys are kept without them
         try:
-            view = with_probe(
-                replace(settings, target="round-robin"), lambda pool: evidence_files.members_view(pool, keys)
-            )
-        except Exception as error:  # the members' view is a help, not the verdict: the keys are kept without it
+            if keys:
+                view = with_probe(every_member, lambda pool: evidence_files.members_view(pool, keys))
+        except Exception as error:
             logger.warning("audit: the members' view of the offending keys could not be read: %s", error_detail(error))
-            view = {}
-        return evidence_files.document(lost, violations, view)
+        try:
+            if data_differ:
+                held = with_probe(every_member, lambda pool: keys_held_differently(pool, settings.prefix))
+        except Exception as error:
+            logger.warning("audit: the members' keys could not be compared: %s", error_detail(error))
+        return evidence_files.document(lost, violations, view, held)
 
     def staleness(self, environment) -> dict[str, MemberStaleness]:
         """The serializable reads of the run's processes per member, for the ``stale:`` gates (judged before

@@ -146,6 +146,7 @@ class Audit:
     missing: int = 0  # processes that ran users but sent no counts
     kept: str | None = None  # where the local etcd's data dirs and logs were kept as the failure's evidence
     evidence_files: list[str] = field(default_factory=list)  # the offending keys and each member's view of them
+    held_differently: dict | None = None  # with data that differ: the keys the members hold differently (divergence)
 
     @property
     def writes(self) -> int:
@@ -326,6 +327,9 @@ class Audit:
             lines.extend(f"audit: linearizability violation: {evidence_line(item)}" for item in reads.evidence)
             if reads.violated > len(reads.evidence):
                 lines.append(f"audit: {reads.violated - len(reads.evidence):,} more violations, counted only")
+        held = self.held_differently
+        if held is not None:
+            lines.append(f"audit: {held_differently_line(held)}")
         if self.evidence_files:
             lines.append(f"audit: the offending keys and each member's view of them: {', '.join(self.evidence_files)}")
         lines.extend(f"audit: could not be checked: {reason}" for reason in self.unchecked)
@@ -367,3 +371,22 @@ def _why_not_comparable(hashes: Hashes) -> str:
     if silent:
         return "; ".join(f"{member.member}: {member.error}" for member in silent)
     return "compact revisions differ: " + ", ".join(f"{m.member} {m.compact_revision}" for m in hashes.members)
+
+
+def held_differently_line(held: dict) -> str:
+    """``2 keys under /locust-etcd/ held differently by the members (…: 10,000 keys, …: 9,999 keys); the first:
+    /locust-etcd/…07 (…: version 3, …: absent)``."""
+    counts = ", ".join(
+        f"{url}: {count if isinstance(count, str) else f'{count:,} keys'}" for url, count in held["keys_held"].items()
+    )
+    differing = held["differing"]
+    keys = f"{differing:,} key{'s' * (differing != 1)}"
+    line = f"{keys} under {held['prefix']} held differently by the members ({counts})"
+    if held["keys"]:
+        first = held["keys"][0]
+        versions = ", ".join(
+            f"{url}: {'absent' if entry is None else 'version ' + str(entry['version'])}"
+            for url, entry in first["members"].items()
+        )
+        line += f"; the first: {first['key']} ({versions})"
+    return line
