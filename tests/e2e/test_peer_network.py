@@ -202,9 +202,9 @@ def probe_ms(peer_url: str) -> float:
 @pytest.mark.slow
 def test_a_delayed_follower_s_links_take_the_round_trip_asked_and_the_others_do_not(tmp_out):
     prefix = tmp_out / "run"
-    timing = ("-u", "2", "-r", "2", "-t", "9s", "--csv", str(prefix), "--etcd-local-members", "3")
+    timing = ("-u", "2", "-r", "2", "-t", "11s", "--csv", str(prefix), "--etcd-local-members", "3")
     rate = ("--etcd-target", "leader", "--etcd-user-rate", "20", "--etcd-metrics-interval", "0")
-    delay = ("--etcd-local-peer-rtt", "0ms", "--etcd-disrupt", f"delay:follower@2s+4s={DELAY_RTT_MS:g}ms")
+    delay = ("--etcd-local-peer-rtt", "0ms", "--etcd-disrupt", f"delay:follower@2s+6s={DELAY_RTT_MS:g}ms")
     probes: list[tuple[float, str, float]] = []  # (unix time, the member's client URL, the probe's round trip)
     with start_locust(*HEADLESS, *timing, *rate, *delay, "EtcdPutUser", log_dir=tmp_out) as locust:
         deadline = time.monotonic() + 30
@@ -232,7 +232,7 @@ def test_a_delayed_follower_s_links_take_the_round_trip_asked_and_the_others_do_
         # a margin on each side: the proxy's command and the probe's own round trip are not instant
         begin, end = window["started_at"] + 0.3, window["finished_at"] - 0.3
         picked = [ms for at, client, ms in probes if client == member and (begin <= at <= end) == inside]
-        assert len(picked) >= 5, (member, inside, probes)
+        assert len(picked) >= 3, (member, inside, probes)  # a loaded machine probes slowly
         return statistics.median(picked)
 
     others = [client for client in peers if client != delayed]
@@ -240,12 +240,14 @@ def test_a_delayed_follower_s_links_take_the_round_trip_asked_and_the_others_do_
     outside = {client: median(client, False) for client in peers}
     print(f"probe round trips, ms: during the window {during}, outside it {outside}")
     # the same tolerance as etcd's reading of the global round trip above, and what the machine's load adds to every
-    # probe at the time (the other members' links keep the 0 ms asked: their figure is the probe's own cost): the
-    # proxy never delivers early; the delay applied twice (80 ms) would be over
+    # probe at the time (the other members' links keep the 0 ms asked: their figure is the probe's own cost, tens of
+    # milliseconds on a loaded machine): the proxy never delivers early; the delay applied twice (80 ms) would be over
     own_cost = max(during[client] for client in others)
     assert DELAY_RTT_MS * 0.8 <= during[delayed] <= DELAY_RTT_MS * 1.5 + own_cost, (during, outside)
-    assert all(during[client] < DELAY_RTT_MS * 0.25 for client in others), (during, outside)
-    assert outside[delayed] < DELAY_RTT_MS * 0.25, (during, outside)  # back to the cluster's own after the window
+    # the others keep the cluster's own round trip, and the delayed member gets it back after the window: both well
+    # below the delayed member's during it, by most of the round trip added
+    assert during[delayed] - own_cost >= DELAY_RTT_MS * 0.5, (during, outside)
+    assert during[delayed] - outside[delayed] >= DELAY_RTT_MS * 0.5, (during, outside)
 
 
 def peer_urls(client_url: str) -> dict[str, str]:
