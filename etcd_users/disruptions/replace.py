@@ -34,6 +34,8 @@ from etcd_users.transport.pool import EndpointPool, MemberStatus
 logger = logging.getLogger(__name__)
 
 RECONFIGURE_TIMEOUT_S = 20.0  # an election after the leader's kill, then etcd's reconfiguration
+LISTED_TIMEOUT_S = 5.0  # a member that answers the list applies the promotion within this
+LISTED_POLL_S = 0.1
 RETRY_S = 0.1
 # etcd's refusals that pass: an election, a leader not yet known, a learner still behind (ErrLearnerNotReady)
 _PASSING = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -83,6 +85,19 @@ def _until_done(call: Callable, skip: str, method: str, request, refusals: dict[
             if time.monotonic() >= deadline:
                 raise ActionError(f"{method}: {label} ({refusals[key]} times in {RECONFIGURE_TIMEOUT_S:g} s)") from None
         gevent.sleep(RETRY_S)
+
+
+def _members_once_voting(call: Callable, new_id: int):
+    """The members as etcd lists them once the promoted one is a voter there: a member answers MemberList from what it
+    applied (etcd 3.4 has no linearizable list), which may be before the promotion; the last list after
+    ``LISTED_TIMEOUT_S``."""
+    deadline = time.monotonic() + LISTED_TIMEOUT_S
+    request = learners.MemberListRequest(linearizable=True)
+    while True:
+        members = call(lambda pool: _on_others(pool, "", "MemberList", request)).members
+        if any(member.ID == new_id and not member.isLearner for member in members) or time.monotonic() > deadline:
+            return members
+        gevent.sleep(LISTED_POLL_S)
 
 
 def _listed(members) -> list[dict]:
@@ -196,5 +211,4 @@ def _replace(cluster: LocalCluster, index: int, status: MemberStatus, call, step
     start_on(cluster, index, None, step, initial_cluster=initial)
     _until_done(call, url, "MemberPromote", learners.MemberPromoteRequest(ID=new_id), refusals)
     step["promoted_at"] = round(time.time(), 3)
-    listed = call(lambda pool: _on_others(pool, "", "MemberList", learners.MemberListRequest()))
-    step["members_after"] = _listed(listed.members)
+    step["members_after"] = _listed(_members_once_voting(call, new_id))
