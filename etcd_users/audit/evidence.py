@@ -18,6 +18,7 @@ import json
 import grpc
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
+from etcd_users.audit.verdict import keys_held_text
 from etcd_users.files import SUFFIXES
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool
@@ -240,9 +241,7 @@ def _held_differently(held: dict | None) -> list[str]:
     if not held:
         return []
     urls = list(held["keys_held"])
-    counts = ", ".join(
-        f"{url}: {count if isinstance(count, str) else f'{count:,} keys'}" for url, count in held["keys_held"].items()
-    )
+    counts = keys_held_text(held["keys_held"])
     parts = [
         f"<h2>Keys the members hold differently ({held['differing']:,})</h2>",
         f"<p>under {html.escape(held['prefix'])}: {html.escape(counts)}</p>",

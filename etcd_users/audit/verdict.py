@@ -376,9 +376,7 @@ def _why_not_comparable(hashes: Hashes) -> str:
 def held_differently_line(held: dict) -> str:
     """``2 keys under /locust-etcd/ held differently by the members (…: 10,000 keys, …: 9,999 keys); the first:
     /locust-etcd/…07 (…: version 3, …: absent)``."""
-    counts = ", ".join(
-        f"{url}: {count if isinstance(count, str) else f'{count:,} keys'}" for url, count in held["keys_held"].items()
-    )
+    counts = keys_held_text(held["keys_held"])
     differing = held["differing"]
     keys = f"{differing:,} key{'s' * (differing != 1)}"
     line = f"{keys} under {held['prefix']} held differently by the members ({counts})"
@@ -390,3 +388,8 @@ def held_differently_line(held: dict) -> str:
         )
         line += f"; the first: {first['key']} ({versions})"
     return line
+
+
+def keys_held_text(keys_held: dict[str, int | str]) -> str:
+    """``URL: 10,000 keys, URL: UNAVAILABLE``: how many keys each member holds under the prefix, or its error."""
+    return ", ".join(f"{url}: {held if isinstance(held, str) else f'{held:,} keys'}" for url, held in keys_held.items())
