@@ -140,7 +140,13 @@ def _bring_back(cluster: LocalCluster, index: int, call: Callable, step: dict, r
             initial = _initial_cluster(members, cluster.member_name(index), int(step["new_id"], 16))
             cluster.start_member(index, START_TIMEOUT_S, initial_cluster=initial)
         if "new_id" in step and "promoted_at" not in step:  # a learner left behind fails the audit's HashKV
-            _until_done(call, url, "MemberPromote", learners.MemberPromoteRequest(ID=int(step["new_id"], 16)), refusals)
+            new_id = int(step["new_id"], 16)
+            # a promote interrupted while it waited for etcd's answer may have been done: etcd refuses a second one
+            listed = call(
+                lambda pool: _on_others(pool, url, "MemberList", learners.MemberListRequest(linearizable=True))
+            )
+            if not any(member.ID == new_id and not member.isLearner for member in listed.members):
+                _until_done(call, url, "MemberPromote", learners.MemberPromoteRequest(ID=new_id), refusals)
             step["promoted_at"] = round(time.time(), 3)
     except (ActionError, ClusterError, grpc.aio.AioRpcError, TimeoutError) as error:
         logger.warning("disruption: %s was not brought back after its replacement stopped: %s", url, error)
