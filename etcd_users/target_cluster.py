@@ -130,7 +130,7 @@ def choose_upgrade_binary(choice: str, first: str) -> EtcdBinary | None:
 
 def with_probe(settings: EtcdSettings, work):
     """Run ``work(pool)`` on a one-connection pool of its own (the master's checks run no users)."""
-    probe = EndpointPool(replace(settings, conns=1))
+    probe = EndpointPool(replace(settings, conns=1), says_membership=False)
     loop = bridge.bridge()
     try:
         loop.run(probe.open)

@@ -80,6 +80,7 @@ LONGEST_UNITS = (
     "test_peer_network.py",  # 50 s (quiet)
     "test_reads.py",  # 50 s (quiet)
     "test_disrupt_upgrade.py",  # 50 s (quiet)
+    "test_disrupt_membership.py",  # 50 s
 )
 
 
@@ -153,6 +154,13 @@ def etcd3() -> Iterator[LocalCluster]:
 def fresh_etcd1() -> Iterator[LocalCluster]:
     """A 1-member cluster of its own, empty at the start of the test."""
     with started_cluster(1) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def fresh_etcd3() -> Iterator[LocalCluster]:
+    """A 3-member cluster of its own: the test may change its members."""
+    with started_cluster(3) as cluster:
         yield cluster
 
 

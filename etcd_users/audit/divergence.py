@@ -68,13 +68,14 @@ def differing_keys(listings: dict[str, Listing | str]) -> tuple[list[dict], int]
     return kept, differing
 
 
-async def keys_held_differently(pool: EndpointPool, prefix: str) -> dict:
-    """Each member's listing of ``prefix`` compared: how many keys each holds (or its error), the keys that differ."""
+async def keys_held_differently(pool: EndpointPool, prefix: bytes) -> dict:
+    """Each member's listing of ``prefix`` (``--etcd-prefix`` as the settings hold it) compared: how many keys each
+    holds (or its error), the keys that differ."""
     members = [
         (endpoint.url, pool.connections[endpoint][0]) for endpoint in pool.endpoints if pool.connections.get(endpoint)
     ]
-    answers = await asyncio.gather(*(member_listing(connection, prefix.encode()) for _, connection in members))
+    answers = await asyncio.gather(*(member_listing(connection, prefix) for _, connection in members))
     listings = {url: answer for (url, _), answer in zip(members, answers, strict=True)}
     keys, differing = differing_keys(listings)
     held = {url: listing if isinstance(listing, str) else len(listing) for url, listing in listings.items()}
-    return {"prefix": prefix, "keys_held": held, "differing": differing, "keys": keys}
+    return {"prefix": prefix.decode(errors="replace"), "keys_held": held, "differing": differing, "keys": keys}

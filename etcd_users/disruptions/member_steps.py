@@ -68,7 +68,9 @@ def start_on(
     step[f"{prefix}caught_up_at"] = round(time.time(), 3)
 
 
-def said_times(step: dict, keys: tuple[str, ...]) -> str:
-    """The moments of ``step`` among ``keys``, in seconds from its stop: ``start 0.01 s, healthy 0.38 s``."""
-    stop = step["stop_at"]
-    return ", ".join(f"{key.split('_at')[0].replace('_', ' ')} {step[key] - stop:.2f} s" for key in keys if key in step)
+def said_times(step: dict, keys: tuple[str, ...], origin: str = "stop_at") -> str:
+    """The moments of ``step`` among ``keys``, in seconds from its ``origin`` (its stop): ``start 0.01 s, healthy 0.38
+    s``."""
+    since = step[origin]
+    said = (f"{key.split('_at')[0].replace('_', ' ')} {step[key] - since:.2f} s" for key in keys if key in step)
+    return ", ".join(said)

@@ -131,6 +131,8 @@ class DisruptionRun:
             if action.local_only:
                 calls = (self.probe.run,) if action.calls_etcd else ()
                 act(self.cluster, self.probe.run(member_statuses), disruption, done, *calls)
+            elif action.calls_etcd:  # the Cluster API, retried from this greenlet
+                act(self.probe.run(member_statuses), disruption, done, self.probe.run)
             elif action.outside:
                 endpoints = [endpoint.url for endpoint in self.settings.endpoints]
                 act(self.settings.disruptions.command(disruption.member), endpoints, disruption, done)

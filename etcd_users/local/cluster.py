@@ -19,7 +19,7 @@ from etcd_users.local.errors import ClusterError
 from etcd_users.local.member import ELECTION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS, Member
 from etcd_users.local.peer_links import PeerLinks
 from etcd_users.local.ports import PORTS_FILE, free_ports, load_ports, save_ports
-from etcd_users.local.probes import is_leader, raft_indexes, server_versions
+from etcd_users.local.probes import is_leader, peer_received_bytes, raft_indexes, server_versions
 from etcd_users.local.space import (
     AUTO_COMPACTION_RETENTION,
     describe_compaction,
@@ -209,6 +209,10 @@ class LocalCluster:
         """Member ``index``'s raft commit and applied index (its /metrics); None when it does not answer."""
         return raft_indexes(self._member(index))
 
+    def peer_received_bytes(self, index: int) -> int | None:
+        """The bytes member ``index`` received from its peers; None when it does not answer."""
+        return peer_received_bytes(self._member(index))
+
     def log_path(self, index: int) -> Path:
         """The log file of member `index` (stdout and stderr of etcd)."""
         return self._member(index).log_path
@@ -267,6 +271,19 @@ class LocalCluster:
             member.binary = binary
         self._launch(member, initial_cluster)
         wait_healthy(self._members, [index], time.monotonic() + timeout, timeout)
+
+    def add_member(self) -> int:
+        """A new member's place (its ports, data dir and log, and its link in the peer proxy), not started: etcd must
+        have it added (MemberAdd) before ``start_member(index, initial_cluster=...)`` starts it; its index, after the
+        others'."""
+        members = self._started_members()
+        member = self._new_member(len(members), free_ports(self._ports_per_member))
+        if self.upgrade_binary in {m.binary for m in members if m.is_running()}:  # an upgraded cluster refuses the old
+            member.binary = self.upgrade_binary
+        if self.peer_links is not None:
+            self.peer_links.link(member.peer_port, member.listen_peer_port)
+        members.append(member)
+        return len(members) - 1
 
     def wipe_member(self, index: int) -> None:
         """Remove the data dir of stopped member ``index`` (its disk lost): it starts again only as a new member."""
@@ -361,25 +378,11 @@ class LocalCluster:
 
     def _launch_all(self, ports: list[int]) -> None:
         stride = self._ports_per_member
-        proxied = self.peer_rtt is not None
         self._members = [
-            Member(
-                name=f"{self.name}-{index}",
-                client_port=ports[stride * index],
-                peer_port=ports[stride * index + 1],
-                data_dir=self._base_dir / f"member{index}",
-                log_path=self._base_dir / f"member{index}.log",
-                scheme="http" if self.tls is None else "https",
-                metrics_port=None if self.tls is None else ports[stride * index + 2],
-                binary=self._binary,
-                listen_peer_port=ports[stride * index + stride - 1] if proxied else None,
-                heartbeat_ms=self.heartbeat_ms,
-                election_ms=self.election_ms,
-            )
-            for index in range(self.size)
+            self._new_member(index, ports[stride * index : stride * (index + 1)]) for index in range(self.size)
         ]
         self._save_ports()
-        if proxied:
+        if self.peer_rtt is not None:
             if self.peer_links is not None:
                 self.peer_links.stop()
             links = [(member.peer_port, member.listen_peer_port) for member in self._members]
@@ -387,6 +390,23 @@ class LocalCluster:
             self.peer_links.start()
         for member in self._members:
             self._launch(member)
+
+    def _new_member(self, index: int, ports: list[int]) -> Member:
+        """Member ``index`` on its ``ports``: client, peer, then with TLS a metrics port, and behind the peer proxy the
+        port it listens on for its peers."""
+        return Member(
+            name=f"{self.name}-{index}",
+            client_port=ports[0],
+            peer_port=ports[1],
+            data_dir=self._base_dir / f"member{index}",
+            log_path=self._base_dir / f"member{index}.log",
+            scheme="http" if self.tls is None else "https",
+            metrics_port=None if self.tls is None else ports[2],
+            binary=self._binary,
+            listen_peer_port=ports[-1] if self.peer_rtt is not None else None,
+            heartbeat_ms=self.heartbeat_ms,
+            election_ms=self.election_ms,
+        )
 
     def _launch(self, member: Member, initial_cluster: str | None = None) -> None:
         command = member.etcd_command(member.binary or self._binary, self._members, self._token, initial_cluster)

@@ -73,6 +73,13 @@ class PeerLinks:
             raise ClusterError(f"the peer proxy refused {line!r}: {answer or 'no answer'}")
         return answer
 
+    def link(self, listen_port: int, target_port: int) -> int:
+        """A member added to the cluster: ``listen_port`` (the port its peers dial) forwarded to ``target_port`` (its
+        own) from now on; the link's index, the member's."""
+        answer = self.command(f"link {listen_port} {target_port}")
+        self.links.append((listen_port, target_port))
+        return int(answer.split()[-1])
+
     def blackhole(self, index: int) -> None:
         """Member ``index``'s peer port: its connections closed, new ones refused."""
         self.command(f"blackhole {index}")

@@ -30,6 +30,7 @@ answered by one line on stdout (``ok ...`` or ``error ...``)::
     blackhole LINK         cut the member behind the link off: the connections to it and those it dialed are closed, new
                            ones refused (LINK: its index, or all)
     heal LINK              connect it again
+    link LISTEN TARGET     a member added: LISTEN forwarded to TARGET from now on, as the next link (answers its index)
     stats                  bytes forwarded and connections, per link
     quit                   stop (so does the end of stdin)
 """
@@ -40,6 +41,7 @@ import argparse
 import asyncio
 import collections
 import random
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -68,10 +70,15 @@ class Link:
         self.bytes_forwarded = 0
         self.connections = 0
 
-    async def start(self) -> None:
-        self.server = await asyncio.get_running_loop().create_server(
-            lambda: _Pipe(self), "127.0.0.1", self.listen_port, reuse_address=True
-        )
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Serve ``listen_port``, or ``sock`` already listening on it."""
+        loop = asyncio.get_running_loop()
+        if sock is not None:
+            self.server = await loop.create_server(lambda: _Pipe(self), sock=sock)
+        else:
+            self.server = await loop.create_server(
+                lambda: _Pipe(self), "127.0.0.1", self.listen_port, reuse_address=True
+            )
 
     def blackhole(self) -> None:
         self.blackholed = True
@@ -303,6 +310,23 @@ class PeerProxy:
         for link in self.links:
             await link.start()
 
+    def add_link(self, listen_port: int, target_port: int) -> Link:
+        """A member added to the cluster gets its link: the socket is bound and listening when this returns (a taken
+        port is an OSError here), and served as soon as the loop runs again."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", listen_port))
+            sock.listen(128)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        link = Link(len(self.links), listen_port, target_port, self)
+        self.links.append(link)
+        asyncio.get_running_loop().create_task(link.start(sock)).add_done_callback(_ignore_result)
+        return link
+
     def close(self) -> None:
         for link in self.links:
             link.blackhole()
@@ -328,6 +352,8 @@ class PeerProxy:
                 for link in self._links(arguments[0]):
                     link.blackhole() if verb == "blackhole" else link.heal()
                 return f"ok {verb} {arguments[0]}"
+            if verb == "link" and len(arguments) == 2:
+                return f"ok link {self.add_link(int(arguments[0]), int(arguments[1])).index}"
             if verb == "stats" and not arguments:
                 return "ok " + " ".join(
                     f"{link.index}:{link.member_id or '-'}:{link.bytes_forwarded}:{link.connections}:{len(link.pipes)}"
@@ -335,7 +361,7 @@ class PeerProxy:
                     f"{f':delay={link.extra_delay * 1000:g}+-{link.extra_jitter * 1000:g}' if link.extra_delay else ''}"
                     for link in self.links
                 )
-        except (ValueError, IndexError) as error:
+        except (ValueError, IndexError, OSError) as error:
             return f"error {error}"
         return f"error unknown command {line.strip()!r}"
 

@@ -63,6 +63,16 @@ def raft_indexes(member: Member) -> tuple[int, int] | None:
     return int(committed), int(applied)
 
 
+def peer_received_bytes(member: Member) -> int | None:
+    """The bytes the member received from its peers (raft messages and snapshots), from its /metrics; None when it
+    does not answer."""
+    try:
+        samples = fetch_metrics(f"{member.metrics_base_url}/metrics", timeout=1.0)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return int(metric_sum(samples, "etcd_network_peer_received_bytes_total"))
+
+
 def _get(url: str, timeout: float = 1.0, opener: urllib.request.OpenerDirector = _DIRECT) -> str | None:
     try:
         with opener.open(url, timeout=timeout) as response:

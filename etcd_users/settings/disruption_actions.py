@@ -20,7 +20,11 @@ _ACTIONS_MODULE = "etcd_users.disruptions.actions"
 _UPGRADE_MODULE = "etcd_users.disruptions.upgrade"
 _REPLACE_MODULE = "etcd_users.disruptions.replace"
 _PARTITION_MODULE = "etcd_users.disruptions.partition"
+_MEMBERSHIP_MODULE = "etcd_users.disruptions.membership"
 UPGRADE_FLAG = "--etcd-upgrade-binary"
+ADD_LEARNER = "add-learner"
+# the actions after which each process's pool follows the membership (``transport.membership``)
+MEMBERSHIP_ACTIONS = (ADD_LEARNER, "promote", "remove")
 ALLOWED_FLAG = "--etcd-disrupt-allowed"
 
 
@@ -60,8 +64,8 @@ class Action:
     value: Value | None = None  # what its =VALUE is, if it takes one
     outside: bool = False  # it acts outside the tool (a command of the user's): only with --etcd-disrupt-allowed
     lasts_s: float = 0.0  # how long it may take without a DURATION: the data kept for its cost covers that much
-    # a local-only action that also calls etcd (the Cluster API): its function takes ``call`` after ``done``, the
-    # master's own connections (``Probe.run``)
+    # an action that calls etcd's Cluster API from its greenlet: its function takes ``call`` after ``done``, the
+    # master's own connections (``Probe.run``); one that acts anywhere is a function (statuses, disruption, done, call)
     calls_etcd: bool = False
     # what a local-only action does that needs the local etcd, as its refusal on --etcd-endpoints says
     needs_local: str = "signals a member's process"
@@ -208,6 +212,38 @@ ACTIONS: dict[str, Action] = {
             "a disk failure: SIGKILL, MemberRemove, data dir wiped, MemberAdd as a learner on the same URLs, started, "
             "caught up, MemberPromote; the window fails with etcd's reason when it refuses",
             lasts_s=60.0,
+            calls_etcd=True,
+        ),
+        Action(
+            ADD_LEARNER,
+            (),
+            NONE,
+            True,
+            f"{_MEMBERSHIP_MODULE}:add_learner",
+            "a new member: its ports and data dir made, MemberAdd as a learner, started, caught up (the bytes it "
+            "received from its peers); the pool gives it load once promoted",
+            lasts_s=60.0,
+            calls_etcd=True,
+            needs_local="starts a new member",
+        ),
+        Action(
+            "promote",
+            (),
+            NONE,
+            False,
+            f"{_MEMBERSHIP_MODULE}:promote",
+            "MemberPromote of the cluster's learner, retried while etcd says it is not in sync with its leader",
+            lasts_s=20.0,
+            calls_etcd=True,
+        ),
+        Action(
+            "remove",
+            (FOLLOWER, LEADER, URL),
+            NONE,
+            False,
+            f"{_MEMBERSHIP_MODULE}:remove",
+            "MemberRemove of the member (it stops by itself); the pool gives it no more load",
+            lasts_s=20.0,
             calls_etcd=True,
         ),
         Action(

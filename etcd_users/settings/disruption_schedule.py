@@ -220,10 +220,11 @@ def check_allowed(schedule: tuple[Disruption, ...], endpoints: list[str], local:
                 f"{FLAG}: {shown(disruption.text)} names {disruption.member}, which is not among the endpoints "
                 f"({', '.join(urls)}); name one of them, or leader or follower"
             )
-        if disruption.action == "replace" and local and len(urls) == 1:  # etcd never removes its only member
+        removes = {"replace": "removes a member and adds it back", "remove": "removes a member"}
+        if disruption.action in removes and local and len(urls) == 1:  # etcd never removes its only member
             raise ScheduleError(
-                f"{FLAG}: {shown(disruption.text)} removes a member and adds it back, and the cluster has one member; "
-                "use --etcd-local-members 3"
+                f"{FLAG}: {shown(disruption.text)} {removes[disruption.action]}, and the cluster has one member; use "
+                "--etcd-local-members 3"
             )
         if disruption.member == FOLLOWER and len(urls) == 1:
             raise ScheduleError(

@@ -4,7 +4,15 @@ from dataclasses import dataclass
 
 from etcd_users.settings.connection import local_binary_form_error
 from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch
-from etcd_users.settings.disruption_actions import UPGRADE_FLAG, help_text, markdown_table, names, said
+from etcd_users.settings.disruption_actions import (
+    ADD_LEARNER,
+    MEMBERSHIP_ACTIONS,
+    UPGRADE_FLAG,
+    help_text,
+    markdown_table,
+    names,
+    said,
+)
 from etcd_users.settings.disruption_commands import check_commands, parse_commands
 from etcd_users.settings.disruption_schedule import (
     ALLOWED_FLAG,
@@ -45,8 +53,8 @@ def _upgrade_binary(flag: str, text: str) -> str:
 class DisruptionSettings(OptionGroup):
     TITLE = "etcd disruptions"
     DESCRIPTION = (
-        "Defragment, move the leader, snapshot, compact, kill, freeze, upgrade or roll back members, or run commands "
-        "of your own, at set times during the run"
+        "Defragment, move the leader, snapshot, compact, kill, freeze, upgrade or roll back members, add, promote or "
+        "remove members, or run commands of your own, at set times during the run"
     )
     REFERENCE = f"The actions of `{FLAG}`:\n\n{markdown_table()}"
 
@@ -96,6 +104,16 @@ class DisruptionSettings(OptionGroup):
     def command(self, name: str) -> tuple[str, ...]:
         """The words of the command ``name``."""
         return dict(self.commands)[name]
+
+    @property
+    def changes_membership(self) -> bool:
+        """The schedule adds, promotes or removes members: each process's pool follows the membership."""
+        return any(disruption.action in MEMBERSHIP_ACTIONS for disruption in self.schedule)
+
+    @property
+    def adds_members(self) -> bool:
+        """The schedule grows the tool's own etcd (add-learner): the members it adds take load once voting."""
+        return any(disruption.action == ADD_LEARNER for disruption in self.schedule)
 
     @property
     def items(self) -> tuple[str, ...]:

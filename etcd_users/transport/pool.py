@@ -29,6 +29,7 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2, rpc_pb2_grpc
 
 from etcd_users.settings import CLIENT_MAX_SEND_BYTES, Endpoint, EtcdSettings
+from etcd_users.transport import learners, membership
 from etcd_users.transport.errors import EndpointError, error_detail
 
 logger = logging.getLogger(__name__)
@@ -113,9 +114,13 @@ class MemberStatus:
 class EndpointPool:
     """The gRPC connections of one process, and which of them the next request uses."""
 
-    def __init__(self, settings: EtcdSettings) -> None:
+    def __init__(self, settings: EtcdSettings, says_membership: bool = True) -> None:
+        """``says_membership``: this pool logs the membership changes it follows (the users' pool; the master's own
+        pools follow them quietly)."""
         self.settings = settings
-        self.endpoints: list[Endpoint] = list(settings.endpoints)
+        self.says_membership = says_membership
+        self.endpoints: list[Endpoint] = list(settings.endpoints)  # those that take load (``follow_membership``)
+        self._follows = settings.disruptions.changes_membership
         self.connections: dict[Endpoint, list[Connection]] = {}
         self.leader: Endpoint | None = None
         self.dead: frozenset[Endpoint] = frozenset()
@@ -129,6 +134,8 @@ class EndpointPool:
         self._rediscovery: asyncio.Task | None = None
         self._recheck: asyncio.TimerHandle | None = None
         self._watchdog: asyncio.TimerHandle | None = None
+        self._membership_timer: asyncio.TimerHandle | None = None
+        self._following: asyncio.Task | None = None
         self._channel_credentials = None
         self._closed = False
         self._last_discovery = 0.0
@@ -146,14 +153,77 @@ class EndpointPool:
                 certificate_chain=credentials.certificate_chain,
             )
         for endpoint in self.endpoints:
-            self.connections[endpoint] = [
-                Connection(endpoint, self._new_channel(endpoint)) for _ in range(self.settings.conns)
-            ]
+            self._connect(endpoint)
+        if self._follows:
+            await self.follow_membership()
         await self.select(self.settings.timeout)
         if credentials.user:
             alive = [c for endpoint, cs in self.connections.items() if endpoint not in self.dead for c in cs]
             await asyncio.gather(*(self.authenticate(connection) for connection in alive))
         self._watch_for_stalls()
+        if self._follows:
+            self._follow_later()
+
+    def _connect(self, endpoint: Endpoint) -> None:
+        self.connections[endpoint] = [
+            Connection(endpoint, self._new_channel(endpoint)) for _ in range(self.settings.conns)
+        ]
+
+    async def follow_membership(self) -> bool:
+        """The endpoints that take load, from etcd's MemberList (``transport.membership``); whether they changed. A
+        member added by the tool is connected (and authenticated) before it takes load."""
+        response = None
+        for endpoint in [e for e in self.endpoints if e not in self.dead] or self.endpoints:
+            connection = self.connections[endpoint][0]
+            try:
+                response = await learners.ClusterStub(connection.channel).MemberList(
+                    learners.MemberListRequest(),
+                    timeout=min(self.settings.timeout, membership.TIMEOUT_S),
+                    metadata=connection.metadata,
+                )
+                break
+            except (grpc.aio.AioRpcError, asyncio.TimeoutError):
+                continue
+        if response is None:
+            return False
+        given = list(self.settings.endpoints)
+        if not membership.followed(given, response.members):
+            logger.warning(
+                "etcd membership: the members advertise none of the endpoints given (%s) as their client URLs; "
+                "those take load whatever the membership",
+                given[0].url,
+            )
+            self._follows = False
+            return False
+        change = membership.change(given, self.endpoints, response.members, self.settings.disruptions.adds_members)
+        if change is None:
+            return False
+        for endpoint in change.endpoints:
+            if endpoint not in self.connections:
+                self._connect(endpoint)
+                if self.settings.credentials.user:
+                    await asyncio.gather(*(self.authenticate(c) for c in self.connections[endpoint]))
+        for line in change.lines if self.says_membership else ():
+            logger.info(line)
+        self.endpoints = change.endpoints
+        return True
+
+    def _follow_later(self) -> None:
+        if not self._closed and self._follows:
+            loop = asyncio.get_running_loop()
+            self._membership_timer = loop.call_later(membership.POLL_S, self._follow_now)
+
+    def _follow_now(self) -> None:
+        self._following = asyncio.get_running_loop().create_task(self._follow_and_select())
+
+    async def _follow_and_select(self) -> None:
+        try:
+            if await self.follow_membership():
+                await self._select_quietly(self.settings.timeout)
+        except EndpointError as error:  # a new member that refused the user: said, and looked at again
+            logger.warning("%s", error)
+        finally:
+            self._follow_later()
 
     def _new_channel(self, endpoint: Endpoint) -> grpc.aio.Channel:
         if endpoint.secure:
@@ -359,11 +429,12 @@ class EndpointPool:
     async def close(self) -> None:
         # a closed pool must not look for members again: its timers would call closed channels, forever
         self._closed = True
-        for timer in (self._recheck, self._watchdog):
+        for timer in (self._recheck, self._watchdog, self._membership_timer):
             if timer is not None:
                 timer.cancel()
-        if self._rediscovery is not None and not self._rediscovery.done():
-            self._rediscovery.cancel()
+        for task in (self._rediscovery, self._following):
+            if task is not None and not task.done():
+                task.cancel()
         await asyncio.gather(*(c.channel.close() for cs in self.connections.values() for c in cs))
 
     # gevent thread
@@ -374,7 +445,11 @@ class EndpointPool:
     def another_connection(self, than: Connection) -> Connection:
         """A connection to a member other than ``than``'s, among those not left out as dead, for a stream that broke to
         open again on; ``than`` when there is no other. Any thread: it neither waits nor asks etcd."""
-        others = [group for endpoint, group in self.connections.items() if endpoint != than.endpoint]
+        others = [
+            group
+            for endpoint, group in self.connections.items()
+            if endpoint != than.endpoint and endpoint in self.endpoints
+        ]
         others = [group for group in others if group[0].endpoint not in self.dead] or others
         if not others:
             return than

@@ -34,7 +34,8 @@ class Probe:
         endpoint answers: ``EndpointError``)."""
         if self._pool is None:
             self._bridge = bridge.bridge()
-            self._pool = EndpointPool(self.settings)  # set first: close() closes a pool whose opening was interrupted
+            # set first: close() closes a pool whose opening was interrupted
+            self._pool = EndpointPool(self.settings, says_membership=False)
             try:
                 self._bridge.run(self._pool.open)
             except Exception:

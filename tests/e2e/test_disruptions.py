@@ -101,7 +101,7 @@ def test_a_kill_on_endpoints_the_tool_did_not_start_is_refused_in_one_line(etcd1
     assert line == (
         "locust-etcd: error: --etcd-disrupt: 'kill:leader@1s+1s' signals a member's process, which only the local "
         "etcd the tool starts allows; leave out --etcd-endpoints for a local cluster, or use defrag, move-leader, "
-        "snapshot or compact"
+        "snapshot, compact, promote or remove"
     )
 
 

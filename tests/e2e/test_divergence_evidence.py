@@ -52,7 +52,7 @@ def test_the_keys_one_member_holds_otherwise_are_found_by_presence_and_version(e
                 return {url: await member_listing(connection, PREFIX.encode(), page=10) for url, connection in members}
 
             listed = bridge.run(listings)
-            held = bridge.run(lambda: keys_held_differently(pool, PREFIX))
+            held = bridge.run(lambda: keys_held_differently(pool, pool.settings.prefix))
             bridge.run(pool.close)
         finally:
             bridge.close()
@@ -69,4 +69,5 @@ def test_the_keys_one_member_holds_otherwise_are_found_by_presence_and_version(e
     other = etcd1.endpoints[0]
     assert keys[0]["members"][other]["version"] == 1 and keys[0]["members"][etcd3.endpoints[0]]["version"] == 2
     assert keys[1]["members"][other] is None and keys[2]["members"][etcd3.endpoints[0]] is None
-    assert held["differing"] == 3 and held["keys_held"] == {**dict.fromkeys(etcd3.endpoints, 25), other: 25}
+    assert held["prefix"] == PREFIX and held["differing"] == 3
+    assert held["keys_held"] == {**dict.fromkeys(etcd3.endpoints, 25), other: 25}

@@ -28,6 +28,9 @@ def test_each_action_has_a_function_the_runner_can_call(name):
     elif action.outside:  # a command of the user's, in the runner's greenlet
         assert parameters == ["command", "endpoints", "disruption", "done"]
         assert not inspect.iscoroutinefunction(function)
+    elif action.calls_etcd:  # the Cluster API on the master's connections, retried in the runner's greenlet
+        assert parameters == ["statuses", "disruption", "done", "call"]
+        assert not inspect.iscoroutinefunction(function)
     else:  # a coroutine on the master's own connections
         assert parameters == ["pool", "disruption", "done"] and inspect.iscoroutinefunction(function)
 

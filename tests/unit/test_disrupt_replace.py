@@ -8,7 +8,9 @@ import grpc
 import pytest
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.disruptions.replace import _initial_cluster, _passes, _said
+from etcd_users.disruptions.cluster_api import initial_cluster
+from etcd_users.disruptions.cluster_api import passes as passes_on
+from etcd_users.disruptions.replace import _said
 from etcd_users.settings.disruption_schedule import Disruption, ScheduleError, check_allowed, parse_item, parse_schedule
 from etcd_users.transport import learners
 
@@ -88,7 +90,7 @@ def test_the_member_added_joins_with_the_members_etcd_lists_and_its_own_name():
         learners.Member(ID=9, name="", peerURLs=["http://127.0.0.1:2381"], isLearner=True),
         learners.Member(ID=2, name="locust-etcd-2", peerURLs=["http://127.0.0.1:2382"]),
     ]
-    assert _initial_cluster(members, "locust-etcd-0", 9) == (
+    assert initial_cluster(members, "locust-etcd-0", 9) == (
         "locust-etcd-1=http://127.0.0.1:2380,locust-etcd-0=http://127.0.0.1:2381,locust-etcd-2=http://127.0.0.1:2382"
     )
 
@@ -114,7 +116,7 @@ def _refusal(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
     ],
 )
 def test_an_election_and_a_learner_behind_are_retried_any_other_refusal_fails_the_window(code, details, passes):
-    assert _passes(_refusal(code, details)) is passes
+    assert passes_on(_refusal(code, details)) is passes
 
 
 def test_the_window_says_each_phase_from_the_kill_and_etcd_s_refusals():

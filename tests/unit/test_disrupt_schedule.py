@@ -84,6 +84,8 @@ def test_a_schedule_keeps_its_items_in_the_order_given():
         ("snapshot:all@10s", "names member 'all'"),
         ("kill:all@10s+5s", "names member 'all'"),
         ("compact:leader@10s", "names a member, but compact acts on the whole cluster"),
+        ("promote:leader@10s", "names a member, but promote acts on the whole cluster"),
+        ("remove:all@10s", "names member 'all'; remove takes follower, leader, a client URL"),
         ("compact=-1@10s", "has no KEEP after '=': the revisions to keep, a whole number"),
         ("compact=ten@10s", "has no KEEP after '=': the revisions to keep, a whole number"),
         ("compact@10s=5", "has its =KEEP in the wrong place; write compact=KEEP@TIME"),
@@ -105,6 +107,7 @@ def test_a_schedule_keeps_its_items_in_the_order_given():
         ("delay:all@10s+5s=40ms", "names member 'all'; delay takes follower, leader, a client URL"),
         ("delay:0@10s+5s=40ms", "names member '0'"),
         ("defrag@10s+5s", "has a +DURATION, which defrag does not take"),
+        ("add-learner@10s+5s", "has a +DURATION, which add-learner does not take"),
         ("kill:follower@10s", "has no +DURATION: kill needs how long"),
         ("freeze@10s", "has no +DURATION: freeze needs how long"),
         ("freeze@10s+0s", "has no duration after '+'"),
@@ -163,7 +166,7 @@ def test_local_actions_against_endpoints_the_tool_did_not_start_are_refused_even
         check_allowed(schedule, [URL_A, URL_B], local=False, allowed=True)
     assert str(caught.value) == (
         f"--etcd-disrupt: {refused}, which only the local etcd the tool starts allows; leave out --etcd-endpoints for "
-        "a local cluster, or use defrag, move-leader, snapshot or compact"
+        "a local cluster, or use defrag, move-leader, snapshot, compact, promote or remove"
     )
 
 

@@ -496,3 +496,24 @@ def test_a_delay_s_leadership_is_told_in_one_line():
         "its end (term 2)"
     )
     assert "no leader agreed on by the members during the delay" in leadership({}, partition.DELAYED)
+
+
+def test_a_member_added_gets_a_link_that_forwards_and_is_cut_like_the_others():
+    async def test(members: Members) -> None:
+        server = await asyncio.start_server(_echo, "127.0.0.1", 0)
+        members.servers.append(server)
+        listen = free_port()
+        answer = members.proxy.command(f"link {listen} {server.sockets[0].getsockname()[1]}")
+        assert answer == "ok link 3" and members.proxy.links[3].listen_port == listen
+        assert await members.round_trip_ms("a", 3, target="d") < 20  # served as soon as the loop ran again
+        assert members.proxy.links[3].member_id == "d"
+        assert members.proxy.command("delay 20 0 3") == "ok delay 20 0 3"
+        assert await members.round_trip_ms("a", 3, target="d") >= 40 - 1
+        assert members.proxy.command("blackhole 3") == "ok blackhole 3"
+        with pytest.raises((ConnectionError, asyncio.IncompleteReadError)):
+            await members.round_trip_ms("a", 3, target="d")
+        # a port already taken is refused in the answer, and the proxy goes on
+        assert members.proxy.command(f"link {listen} 1").startswith("error ")
+        assert members.proxy.command("link 1").startswith("error unknown command")
+
+    _in_process(test)
