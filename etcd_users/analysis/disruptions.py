@@ -20,7 +20,7 @@ from etcd_users.disruptions.cost import RECOVERED_RATIO, Second, cost
 from etcd_users.disruptions.span import TAIL_S
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SERVICE, SUFFIXES, tag_text
 from etcd_users.hdr import add
-from etcd_users.monitoring.member_figures import member_figures
+from etcd_users.monitoring.member_figures import WINDOW_COUNTERS, window_counters
 
 # what the members said over the window (PREFIX_etcd_metrics.csv), beside what the clients saw
 MEMBER_COLUMNS = ("leader changes", "proposals failed")
@@ -80,29 +80,13 @@ def _number(value) -> float:
 
 
 def members_during(metrics: pd.DataFrame | None, started: float, finished: float) -> dict[str, float]:
-    """The worst member's leader changes and failed proposals over a window: each member's scrapes from its last one at
-    or before the window's start to its first at or after its end, so that a counter's increase covers the window
-    (NaN where no member has a scrape on each side). etcd's peer round trip is left out: it observes one every 30 s."""
+    """The worst member's leader changes and failed proposals over a window (``window_counters``); NaN where no member
+    has a scrape on each side."""
     found = dict.fromkeys(MEMBER_COLUMNS, math.nan)
-    if metrics is None or not len(metrics):
-        return found
-    spans = []
-    for _member, rows in metrics[metrics["Error"].fillna("") == ""].groupby("Member", sort=False):
-        stamps = rows["Timestamp"]
-        before, after = stamps[stamps <= started], stamps[stamps >= finished]
-        if len(before) and len(after):
-            spans.append(rows[(stamps >= before.max()) & (stamps <= after.min())])
-    if not spans:
-        return found
-    rows = pd.concat(spans).to_dict("records")
-    figures = member_figures(rows).figures
-    failed = [
-        span["ProposalsFailed"].iloc[-1] - span["ProposalsFailed"].iloc[0]
-        for span in spans
-        if span["ProposalsFailed"].iloc[-1] >= span["ProposalsFailed"].iloc[0]  # not across a restart
-    ]
-    found["leader changes"] = _number(figures["leader_changes"].value)
-    found["proposals failed"] = max(failed, default=math.nan)
+    counted = window_counters(metrics.to_dict("records"), started, finished) if metrics is not None else None
+    for column, name in zip(MEMBER_COLUMNS, WINDOW_COUNTERS, strict=True):
+        if counted is not None:
+            found[column] = _number(counted[name].value)
     return found
 
 

@@ -386,8 +386,19 @@ def held_differently_line(held: dict) -> str:
             f"{url}: {'absent' if entry is None else 'version ' + str(entry['version'])}"
             for url, entry in first["members"].items()
         )
-        line += f"; the first: {first['key']} ({versions})"
+        line += f"; the first: {_key_in_line(first['key'])} ({versions})"
     return line
+
+
+KEY_SHOWN = 60  # a key longer than this is shown by its two ends in a line; the files keep it whole
+
+
+def _key_in_line(key: str) -> str:
+    """A key as a line shows it: ``/locust-etcd/0000000000…0000000008826 (268 characters)`` when it is long (the key
+    space pads its keys to --etcd-key-size)."""
+    if len(key) <= KEY_SHOWN:
+        return key
+    return f"{key[:30]}…{key[-20:]} ({len(key)} characters)"
 
 
 def keys_held_text(keys_held: dict[str, int | str]) -> str:

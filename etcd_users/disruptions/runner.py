@@ -38,6 +38,7 @@ from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
 from etcd_users.latency.timeline import Timeline
+from etcd_users.monitoring.member_figures import Figure, window_counters
 from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
 from etcd_users.settings.disruption_actions import ACTIONS
@@ -74,6 +75,7 @@ class Window:
     error: str = ""
     cost: list[dict] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)
+    members_said: dict | None = None  # the worst member's counters over the window (``window_counters``), once known
 
     def record(self) -> dict:
         return {
@@ -88,6 +90,7 @@ class Window:
             "error": self.error,
             "cost": self.cost,
             "steps": self.steps,
+            "members_said": self.members_said,
         }
 
 
@@ -154,6 +157,7 @@ class DisruptionRun:
             window.members, window.result, window.steps = done.members, done.result, done.steps
             self._closed(window)
         self._watch_cost(window)
+        self._watch_members(window)
 
     def _closed(self, window: Window) -> None:
         item = window.disruption.text
@@ -202,6 +206,29 @@ class DisruptionRun:
             window.cost.append({**each._asdict(), "errors_by_label": labels})
         self._write()
 
+    # -- what the members said --
+
+    def _watch_members(self, window: Window) -> None:
+        """The members' counters over the window, once some member's scrape follows its end (the metrics' poll), for up
+        to ``RECOVERY_CAP_S``; logged after the cost."""
+        deadline = time.time() + RECOVERY_CAP_S
+        while not self._members_said(window) and time.time() < deadline:
+            gevent.sleep(COST_POLL_S)
+
+    def _members_said(self, window: Window) -> bool:
+        """Log the members' counters over ``window`` when its scrapes are in (or there is no poll): whether done."""
+        rows = run_context(self.environment).member_rows
+        if rows is None or window.members_said is not None:
+            return True
+        counted = window_counters(rows, window.started_at, window.finished_at)
+        if counted is None:
+            return False
+        window.members_said = {name: figure.to_dict() for name, figure in counted.items()}
+        said = ", ".join(f"{name.replace('_', ' ')} {_figure(figure)}" for name, figure in counted.items())
+        logger.info("disruption %s, what the members counted: %s", window.disruption.text, said)
+        self._write()
+        return True
+
     # -- the file --
 
     def _write(self) -> None:
@@ -225,8 +252,17 @@ class DisruptionRun:
         for window in self.windows:
             if window.finished_at is not None and not window.cost:
                 self._log_cost(window, self._cost(window, covered))
+            if window.finished_at is not None:
+                self._members_said(window)
         self.probe.close()
         self._write()
+
+
+def _figure(figure: Figure) -> str:
+    """``3 (URL)``: the worst member's count and which; ``unknown`` when none of them gave it."""
+    if figure.value is None:
+        return "unknown"
+    return f"{figure.value:g} ({figure.member})"
 
 
 class Disruptions(FeatureHooks):

@@ -88,6 +88,38 @@ def member_figures(rows: Iterable[Row], start: float | None = None, end: float |
     return MemberFigures(figures, bool(by_member), peers)
 
 
+# what the members said over a disruption's window, beside what the clients saw: figure -> counter's column
+WINDOW_COUNTERS = {"leader_changes": "LeaderChanges", "proposals_failed": "ProposalsFailed"}
+
+
+def window_counters(rows: Iterable[Row], started: float, finished: float) -> dict[str, Figure] | None:
+    """The worst member's leader changes and failed proposals over a window: each member's counters from its last
+    scrape at or before ``started`` to its first at or after ``finished`` (their increase covers the window; etcd's
+    peer round trip is left out: it observes one every 30 s). None until some member has a scrape on each side; a
+    counter that went back (the member restarted) is not counted."""
+    by_member: dict[str, list[tuple[float, Row]]] = {}
+    for row in rows:
+        timestamp = number(row.get("Timestamp"))
+        if timestamp is not None and not row.get("Error"):
+            by_member.setdefault(str(row.get("Member", "")), []).append((timestamp, row))
+    found: dict[str, list[tuple[float, str]]] = {name: [] for name in WINDOW_COUNTERS}
+    spanned = False
+    for member, scrapes in by_member.items():
+        scrapes.sort(key=_first)
+        before = [row for timestamp, row in scrapes if timestamp <= started]
+        after = [row for timestamp, row in scrapes if timestamp >= finished]
+        if not before or not after:
+            continue
+        spanned = True
+        for name, column in WINDOW_COUNTERS.items():
+            first, last = number(before[-1].get(column)), number(after[0].get(column))
+            if first is not None and last is not None and last >= first:
+                found[name].append((last - first, member))
+    if not spanned:
+        return None
+    return {name: Figure(*max(values)) if values else Figure(None, None) for name, values in found.items()}
+
+
 def _first(item: tuple[float, Row]) -> float:
     return item[0]
 

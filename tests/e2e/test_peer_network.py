@@ -150,6 +150,11 @@ def test_a_partitioned_leader_is_replaced_the_writes_resume_and_the_audit_passes
     assert f"{step['leader_during']} elected {step['elected_after_s']:.2f} s after the cut" in window["result"]
     summary = json.loads((tmp_out / "run_summary.json").read_text())
     assert summary["members"]["leader_changes"]["value"] >= 1, summary["members"]
+    # what the members counted over the window, in the live line and the window's record
+    said = window["members_said"]["leader_changes"]
+    assert said["value"] >= 1 and said["member"].startswith("http://127.0.0.1:"), window["members_said"]
+    line = f"disruption partition:leader@3s+8s, what the members counted: leader changes {said['value']:g} ("
+    assert line in output
     # writes go on after the link is healed: puts counted in the seconds after the window's end
     history = read_csv_rows(tmp_out / "run_stats_history.csv")
     after = [
@@ -164,7 +169,7 @@ def test_a_partitioned_leader_is_replaced_the_writes_resume_and_the_audit_passes
     analysed = run_analysis(str(prefix), "--out", str(tmp_out / "analysis"))
     assert analysed.returncode == 0, analysed.stderr[-3000:]
     [row] = read_csv_rows(tmp_out / "analysis" / "disruptions.csv")
-    assert float(row["leader changes"]) >= 1, row
+    assert float(row["leader changes"]) == said["value"], row
 
 
 @pytest.mark.slow

@@ -36,3 +36,17 @@ def test_the_audit_line_names_the_counts_and_the_first_key():
         "1 key under /p/ held differently by the members (http://a: 3 keys, http://b: 2 keys, http://c: UNAVAILABLE); "
         "the first: /p/3 (http://a: version 1, http://b: absent)"
     )
+
+
+def test_a_long_key_is_shown_by_its_two_ends_in_the_line():
+    key = "/locust-etcd/" + "0" * 251 + "8826"  # the key space pads its keys to --etcd-key-size
+    held = {
+        "prefix": "/locust-etcd/",
+        "keys_held": {"http://a": 1, "http://b": 1},
+        "differing": 1,
+        "keys": [{"key": key, "members": {"http://a": {"version": 44}, "http://b": {"version": 43}}}],
+    }
+    assert held_differently_line(held).endswith(
+        "; the first: /locust-etcd/00000000000000000…00000000000000008826 (268 characters) (http://a: version 44, "
+        "http://b: version 43)"
+    )

@@ -4,7 +4,7 @@ import pytest
 
 from etcd_users.gates.member_gates import judge_gate
 from etcd_users.monitoring.buckets import format_buckets, parse_buckets
-from etcd_users.monitoring.member_figures import member_figures
+from etcd_users.monitoring.member_figures import member_figures, window_counters
 from etcd_users.settings import SlaError, member_gates, parse_gate, parse_gates, request_gates
 from etcd_users.settings.gates import READY_SETS
 
@@ -145,3 +145,30 @@ def test_member_gate_verdicts():
     nothing = member_figures([row(0, M1, {INF: 0}, error="refused")])
     failed = judge_gate(parse_gate("member:fsync_p99<5ms"), nothing)
     assert not failed.passed and failed.shown.startswith("no figure")
+
+
+def _scrape(member: str, at: float, leader_changes: float, failed: float, error: str = "") -> dict:
+    return {
+        "Member": member,
+        "Timestamp": at,
+        "Error": error,
+        "LeaderChanges": leader_changes,
+        "ProposalsFailed": failed,
+    }
+
+
+def test_a_window_s_counters_span_the_scrapes_around_it_and_name_the_worst_member():
+    rows = [
+        *(_scrape("a", at, changes, failed) for at, changes, failed in ((0, 1, 0), (5, 1, 0), (10, 2, 7), (15, 2, 7))),
+        *(_scrape("b", at, changes, failed) for at, changes, failed in ((0, 1, 0), (5, 1, 3), (10, 3, 3))),
+        _scrape("c", 4, 1, 0),
+        _scrape("c", 11, 0, 0),  # c restarted in the window: its counters went back, not counted
+        _scrape("d", 12, 0, 0, error="UNAVAILABLE"),
+    ]
+    assert window_counters(rows, 16.0, 20.0) is None  # no member scraped after its end yet
+    counted = window_counters(rows, 6.0, 11.0)  # a from 5 s to 15 s; b not scraped after 10 s
+    assert counted["leader_changes"].to_dict() == {"value": 1.0, "member": "a"}
+    assert counted["proposals_failed"].to_dict() == {"value": 7.0, "member": "a"}
+    counted = window_counters(rows, 5.0, 10.0)  # b from 5 s to 10 s: 2 changes, none failed
+    assert counted["leader_changes"].to_dict() == {"value": 2.0, "member": "b"}
+    assert counted["proposals_failed"].to_dict() == {"value": 7.0, "member": "a"}
