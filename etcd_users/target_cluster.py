@@ -30,7 +30,7 @@ from etcd_users.local import (
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.settings.connection import LOCAL_BINARY_FLAG
 from etcd_users.settings.disruption_actions import UPGRADE_FLAG
-from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG
+from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG, ZONE_RTT_FLAG, ZONES_FLAG
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.pool import EndpointPool
@@ -66,6 +66,8 @@ class TargetCluster:
                     )
             for flag, given in (
                 (PEER_RTT_FLAG, settings.local_peer_rtt),
+                (ZONES_FLAG, settings.local_zones),
+                (ZONE_RTT_FLAG, settings.local_zone_rtt),
                 (HEARTBEAT_FLAG, settings.local_heartbeat),
                 (ELECTION_FLAG, settings.local_election),
             ):
@@ -110,6 +112,8 @@ class TargetCluster:
 def _network(cluster: LocalCluster) -> str:
     """The members' network and raft timing in a few words, when they are not the defaults."""
     words = f", peer round trip {cluster.peer_rtt} through the peer proxy" if cluster.peer_rtt is not None else ""
+    if cluster.zones:
+        words += f", zones {','.join(cluster.zones)} {cluster.zone_rtt} apart"
     if (cluster.heartbeat_ms, cluster.election_ms) != (HEARTBEAT_INTERVAL_MS, ELECTION_TIMEOUT_MS):
         words += f", heartbeat {cluster.heartbeat_ms} ms, election timeout {cluster.election_ms} ms"
     return words

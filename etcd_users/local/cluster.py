@@ -31,7 +31,7 @@ from etcd_users.local.supervision import PortTaken, spawn, terminate, terminate_
 from etcd_users.local.tls import ClusterTLS
 from etcd_users.settings import EtcdSettings
 from etcd_users.settings.connection import LOCAL_BINARY_FLAG
-from etcd_users.settings.network import PeerRtt, timing_ms, timing_warnings
+from etcd_users.settings.network import PeerRtt, timing_ms, timing_warnings, zone_round_trips
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,8 @@ class LocalCluster:
         peer_rtt: PeerRtt | None = None,
         heartbeat_ms: int = HEARTBEAT_INTERVAL_MS,
         election_ms: int = ELECTION_TIMEOUT_MS,
+        zones: Sequence[str] = (),
+        zone_rtt: PeerRtt | None = None,
     ) -> None:
         """``quota_bytes``: each member's ``--quota-backend-bytes`` (None: ``QUOTA_BYTES``, bounded by the data dir's
         free disk); ``auto_compaction_retention``: periodic auto-compaction (``5s``, ``1m``; None or ``0``: none, etcd's
@@ -67,7 +69,8 @@ class LocalCluster:
         ``etcd`` on PATH; ``choose_etcd_binary`` finds one by version); ``upgrade_binary``: the etcd an upgrade restarts
         members on (``start_member(index, binary=...)``), a rollback going back to ``binary``. ``peer_rtt``: the
         members' peer ports behind a proxy process that delays each direction by half of it (``peer_proxy``; None: no
-        proxy); ``heartbeat_ms``, ``election_ms``: etcd's ``--heartbeat-interval`` and ``--election-timeout``."""
+        proxy); ``heartbeat_ms``, ``election_ms``: etcd's ``--heartbeat-interval`` and ``--election-timeout``;
+        ``zones`` (one per member) and ``zone_rtt``: members of different zones that far apart (needs ``peer_rtt``)."""
         if members not in (1, 3):
             raise ValueError(f"members must be 1 or 3, not {members!r}")
         if quota_bytes is not None and quota_bytes <= 0:
@@ -87,6 +90,12 @@ class LocalCluster:
         self.heartbeat_ms = heartbeat_ms
         self.election_ms = election_ms
         self.peer_links: PeerLinks | None = None
+        if zones and (peer_rtt is None or zone_rtt is None or len(zones) != members):
+            raise ValueError("zones need peer_rtt, zone_rtt and a zone per member")
+        self.zones = tuple(zones)
+        self.zone_rtt = zone_rtt
+        # each member's own round trip in the proxy, which its zone makes; a delay adds to it, its end goes back to it
+        self._own_rtts: list[PeerRtt | None] = zone_round_trips(self.zones, peer_rtt, zone_rtt) if zones else []
         if peer_rtt is not None:
             self._ports_per_member += 1  # the port the member listens on behind its proxy
         self._user_data_dir = Path(data_dir).resolve() if data_dir else None
@@ -232,14 +241,22 @@ class LocalCluster:
 
     def delay_member(self, index: int, rtt: PeerRtt) -> None:
         """Add ``rtt`` to the round trip between member ``index`` and each of its peers (half of it each way, on top of
-        the cluster's own); needs the peer proxy (``peer_rtt``)."""
+        the cluster's own and its zone's); needs the peer proxy (``peer_rtt``)."""
         self._member(index)
-        self._links().delay(index, rtt)
+        own = self._own_rtt(index)
+        self._links().delay(
+            index, rtt if own is None else PeerRtt(own.rtt_ms + rtt.rtt_ms, own.jitter_ms + rtt.jitter_ms)
+        )
 
     def undelay_member(self, index: int) -> None:
-        """Member ``index``'s links back to the cluster's own round trip."""
+        """Member ``index``'s links back to the cluster's own round trip (and its zone's)."""
         self._member(index)
-        self._links().undelay(index)
+        own = self._own_rtt(index)
+        self._links().undelay(index) if own is None else self._links().delay(index, own)
+
+    def _own_rtt(self, index: int) -> PeerRtt | None:
+        """What member ``index``'s zone adds to its round trips (a member added later is in no zone)."""
+        return self._own_rtts[index] if index < len(self._own_rtts) else None
 
     def _links(self) -> PeerLinks:
         if self.peer_links is None:
@@ -388,6 +405,9 @@ class LocalCluster:
             links = [(member.peer_port, member.listen_peer_port) for member in self._members]
             self.peer_links = PeerLinks(links, self.peer_rtt, self._base_dir / "peer-proxy.log")
             self.peer_links.start()
+            for index, own in enumerate(self._own_rtts):  # the zones, before the members first talk
+                if own is not None:
+                    self.peer_links.delay(index, own)
         for member in self._members:
             self._launch(member)
 
@@ -447,7 +467,8 @@ def cluster_from_settings(settings: EtcdSettings, members: int, **options) -> tu
     Timing below etcd's tuning guide for the round trip is logged as a warning, not refused: a run may study it."""
     binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
     heartbeat, election = timing_ms(settings.local_heartbeat, settings.local_election)
-    for warning in timing_warnings(settings.local_peer_rtt, heartbeat, election):
+    farthest = settings.local_zone_rtt if settings.local_zones else settings.local_peer_rtt
+    for warning in timing_warnings(farthest, heartbeat, election):
         logger.warning(warning)
     cluster = LocalCluster(
         members,
@@ -455,6 +476,8 @@ def cluster_from_settings(settings: EtcdSettings, members: int, **options) -> tu
         peer_rtt=settings.local_peer_rtt,
         heartbeat_ms=heartbeat,
         election_ms=election,
+        zones=settings.local_zones,
+        zone_rtt=settings.local_zone_rtt if settings.local_zones else None,
         **options,
     )
     return cluster, binary

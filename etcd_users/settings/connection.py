@@ -8,7 +8,16 @@ from urllib.parse import urlsplit
 
 from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
 from etcd_users.settings.declare import OptionGroup, SettingsError, list_items, option, positive, zero_or_more
-from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG, PeerRtt, parse_peer_rtt
+from etcd_users.settings.network import (
+    ELECTION_FLAG,
+    HEARTBEAT_FLAG,
+    PEER_RTT_FLAG,
+    ZONE_RTT_FLAG,
+    ZONES_FLAG,
+    PeerRtt,
+    parse_peer_rtt,
+    parse_zones,
+)
 
 TARGETS = ("round-robin", "leader")
 LOCAL_BINARY_FLAG = "--etcd-local-binary"
@@ -234,6 +243,19 @@ class ConnectionSettings(OptionGroup):
         "Round trip between the local etcd's members, made by a proxy process in front of each member's peer port "
         "(half of it each way): 10ms, or with a jitter 10ms±2ms (also 10ms+-2ms); 0ms: the proxy without delay. "
         "Empty: no proxy, the members talk directly.",
+        parse=parse_peer_rtt,
+    )
+    local_zones: tuple[str, ...] = option(
+        ZONES_FLAG,
+        "",
+        f"Each local member's zone, comma-separated in the members' order (e.g. a,a,b): members of different zones are "
+        f"{ZONE_RTT_FLAG} apart, members of one zone {PEER_RTT_FLAG}. Empty: no zones.",
+        parse=parse_zones,
+    )
+    local_zone_rtt: PeerRtt | None = option(
+        ZONE_RTT_FLAG,
+        "",
+        f"Round trip between members of different {ZONES_FLAG} (e.g. 30ms or 30ms±5ms), at least {PEER_RTT_FLAG}'s.",
         parse=parse_peer_rtt,
     )
     local_heartbeat: int = option(

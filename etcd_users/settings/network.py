@@ -5,11 +5,16 @@ the maximum of average round-trip time (RTT) between members, normally around 0.
 "Election timeouts must be at least 10 times the round-trip time so it can account for variance in the network".
 """
 
+import re
+
 from etcd_users.arguments import shown
 from etcd_users.round_trip import JITTER_TOO_LARGE, PEER_RTT_MAX_MS, TOO_LONG, PeerRtt, parse_round_trip
 from etcd_users.settings.declare import SettingsError
 
 PEER_RTT_FLAG = "--etcd-local-peer-rtt"
+ZONES_FLAG = "--etcd-local-zones"
+ZONE_RTT_FLAG = "--etcd-local-zone-rtt"
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 HEARTBEAT_FLAG = "--etcd-local-heartbeat"
 ELECTION_FLAG = "--etcd-local-election"
 # what the local etcd runs with when they are not given (etcd_users.local.member)
@@ -33,10 +38,37 @@ def parse_peer_rtt(flag: str, text: str) -> PeerRtt | None:
         raise SettingsError(f"{flag}: {shown(text)} is more than {PEER_RTT_MAX_MS / 1000:g}s; give e.g. 10ms")
     if why == JITTER_TOO_LARGE:
         raise SettingsError(f"{flag}: the jitter of {shown(text)} is more than the round trip; give e.g. 10ms±2ms")
+    hint = " (0ms: the proxy without delay)" if flag == PEER_RTT_FLAG else ""
     raise SettingsError(
         f"{flag}: {shown(text)} is not a round trip; write a duration with its unit, optionally with a jitter: "
-        "10ms, 10ms±2ms or 10ms+-2ms (0ms: the proxy without delay)"
+        f"10ms, 10ms±2ms or 10ms+-2ms{hint}"
     )
+
+
+def parse_zones(flag: str, text: str) -> tuple[str, ...]:
+    """``a,a,b``: each member's zone, in the members' order; empty: no zones."""
+    text = text.strip()
+    if not text:
+        return ()
+    names = tuple(name.strip() for name in text.split(","))
+    bad = next((name for name in names if not _ZONE_NAME.fullmatch(name)), None)
+    if bad is not None:
+        raise SettingsError(
+            f"{flag}: {shown(bad)} is not a zone's name; give each member's zone in letters, digits, '-' or '_', "
+            "comma-separated, e.g. a,a,b"
+        )
+    if len(set(names)) < 2:
+        raise SettingsError(f"{flag}: {shown(text)} puts every member in one zone; give two zones at least, e.g. a,a,b")
+    return names
+
+
+def zone_round_trips(zones: tuple[str, ...], peer_rtt: PeerRtt, zone_rtt: PeerRtt) -> list[PeerRtt | None]:
+    """Each member's own round trip in the peer proxy, on top of ``peer_rtt``, so that members of one zone are
+    ``peer_rtt`` apart and members of different zones ``zone_rtt``: the proxy adds the larger of two members' own, so
+    a member alone in its zone gets the difference, and members that share a zone none. Exact for up to three members
+    (one zone of two and one of one, or three of one), the local etcd's sizes."""
+    extra = PeerRtt(max(zone_rtt.rtt_ms - peer_rtt.rtt_ms, 0.0), zone_rtt.jitter_ms)
+    return [extra if zones.count(zone) == 1 else None for zone in zones]
 
 
 def timing_ms(

@@ -177,6 +177,10 @@ BAD_OPTIONS = [
     bad("etcd_local_members", 2, "--etcd-local-members: 2 is not one of: 1, 3"),
     bad("etcd_local_peer_rtt", "10", "--etcd-local-peer-rtt: '10' is not a round trip; write a duration with its "
         "unit, optionally with a jitter: 10ms, 10ms±2ms or 10ms+-2ms"),
+    bad("etcd_local_zones", "a,a,a", "--etcd-local-zones: 'a,a,a' puts every member in one zone; give two zones at "
+        "least, e.g. a,a,b"),
+    bad("etcd_local_zone_rtt", "30", "--etcd-local-zone-rtt: '30' is not a round trip; write a duration with its "
+        "unit, optionally with a jitter: 10ms, 10ms±2ms or 10ms+-2ms", etcd_local_zones="a,a,b"),
     bad("etcd_local_heartbeat", -1, "--etcd-local-heartbeat: -1 must be zero or more"),
     bad("etcd_local_election", 300, "--etcd-local-election: 300 ms is less than 5 heartbeats of 100 ms, which etcd "
         "refuses; give --etcd-local-heartbeat and --etcd-local-election together, e.g. 100 and 1000"),
