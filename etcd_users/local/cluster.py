@@ -252,7 +252,10 @@ class LocalCluster:
         """Member ``index``'s links back to the cluster's own round trip (and its zone's)."""
         self._member(index)
         own = self._own_rtt(index)
-        self._links().undelay(index) if own is None else self._links().delay(index, own)
+        if own is None:
+            self._links().undelay(index)
+        else:
+            self._links().delay(index, own)
 
     def _own_rtt(self, index: int) -> PeerRtt | None:
         """What member ``index``'s zone adds to its round trips (a member added later is in no zone)."""

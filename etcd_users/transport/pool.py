@@ -188,11 +188,12 @@ class EndpointPool:
             return False
         given = list(self.settings.endpoints)
         if not membership.followed(given, response.members):
-            logger.warning(
-                "etcd membership: the members advertise none of the endpoints given (%s) as their client URLs; "
-                "those take load whatever the membership",
-                given[0].url,
-            )
+            if self.says_membership:
+                logger.warning(
+                    "etcd membership: the members advertise none of the endpoints given (%s) as their client URLs; "
+                    "those take load whatever the membership",
+                    given[0].url,
+                )
             self._follows = False
             return False
         change = membership.change(given, self.endpoints, response.members, self.settings.disruptions.adds_members)
