@@ -13,13 +13,17 @@ import sys
 import time
 import urllib.request
 
+import etcd3
+import grpc
 import pytest
 from checks import refusal_line, stderr_lines
 from support import HEADLESS, REPO, read_csv_rows, run_analysis, run_locust, start_locust
 
+from etcd_users.disruptions.cluster_api import initial_cluster
 from etcd_users.exposition import fetch_metrics
 from etcd_users.local import LocalCluster
 from etcd_users.round_trip import PeerRtt
+from etcd_users.transport import learners
 
 pytestmark = pytest.mark.e2e
 
@@ -113,6 +117,58 @@ def test_zones_put_their_round_trip_between_members_of_different_zones_as_etcd_m
     assert sorted(member for member, _ in far) == [0, 1] and len({peer for _, peer in far}) == 1, measured
     assert all(ZONE_RTT_MS * 0.8 <= ms <= ZONE_RTT_MS * 1.5 for ms in far.values()), measured
     assert all(ms <= NEAR_RTT_MS * 1.5 + 5 for link, ms in measured.items() if link not in far), measured
+
+
+def _until(call, seconds: float = 20.0):
+    """``call()`` until it does not raise a gRPC error (etcd refuses a reconfiguration for a while after a change)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except grpc.RpcError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_a_replaced_member_is_known_to_the_proxy_by_its_new_id_and_a_partition_cuts_it_off():
+    with LocalCluster(3, peer_rtt=PeerRtt(0.0)) as cluster:
+        leader = cluster.leader_index()
+        victim = next(index for index in range(3) if index != leader)
+        channel = grpc.insecure_channel(cluster.endpoints[leader].removeprefix("http://"))
+        stub = learners.ClusterStub(channel)
+        listed = stub.MemberList(learners.MemberListRequest(), timeout=5).members
+        old_id = next(m.ID for m in listed if cluster.endpoints[victim] in m.clientURLs)
+        # a disk failure, as replace does it: killed, removed, wiped, added back as a learner, started, promoted
+        cluster.kill_member(victim)
+        _until(lambda: stub.MemberRemove(learners.MemberRemoveRequest(ID=old_id), timeout=5))
+        cluster.wipe_member(victim)
+        request = learners.MemberAddRequest(peerURLs=[cluster.peer_url(victim)], isLearner=True)
+        added = _until(lambda: stub.MemberAdd(request, timeout=5))
+        new_id = added.member.ID
+        cluster.start_member(
+            victim, 30, initial_cluster=initial_cluster(added.members, cluster.member_name(victim), new_id)
+        )
+        _until(lambda: stub.MemberPromote(learners.MemberPromoteRequest(ID=new_id), timeout=5))
+        # the proxy names the link by the ID etcd's own requests give it now, not the one it first learnt
+        links = cluster.peer_links.command("stats").split()[1:]
+        assert links[victim].split(":")[1] == f"{new_id:x}" != f"{old_id:x}", (links, new_id, old_id)
+        client = etcd3.client("127.0.0.1", int(cluster.endpoints[leader].rsplit(":", 1)[1]), timeout=5)
+        cluster.blackhole_member(victim)
+        time.sleep(0.5)  # what it received before the cut is applied
+        before = cluster.raft_indexes(victim)[1]
+        for index in range(50):  # the others commit without it
+            client.put(f"/after-the-cut/{index}", "v")
+        time.sleep(1.0)
+        assert cluster.raft_indexes(victim)[1] == before < cluster.raft_indexes(leader)[1]
+        cluster.heal_member(victim)
+        deadline = time.monotonic() + 20
+        while cluster.raft_indexes(victim)[1] < cluster.raft_indexes(leader)[1] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cluster.raft_indexes(victim)[1] >= cluster.raft_indexes(leader)[1] - 1  # back, caught up
+        client.close()
+        channel.close()
 
 
 def put_p50_ms(tmp_out, name: str, *args: str) -> float:
