@@ -69,6 +69,7 @@ LONGEST_UNITS = (
     "test_audit.py",  # 140 s (quiet)
     "test_faults.py",  # 110 s
     "test_prometheus.py",  # 85 s
+    "test_peer_network.py",  # 85 s (quiet)
     "test_live_levels.py",  # 80 s
     "test_security.py",  # 80 s
     "test_users.py",  # 70 s
@@ -77,7 +78,6 @@ LONGEST_UNITS = (
     "test_kubernetes.py",  # 60 s
     "test_space.py",  # 50 s
     "small_suite",  # 50 s
-    "test_peer_network.py",  # 50 s (quiet)
     "test_reads.py",  # 50 s (quiet)
     "test_disrupt_upgrade.py",  # 50 s (quiet)
     "test_disrupt_membership.py",  # 50 s
