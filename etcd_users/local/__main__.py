@@ -14,7 +14,7 @@ from etcd_users.local.errors import ClusterError
 from etcd_users.local.space import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, binary_size
 from etcd_users.local.tls import ClusterTLS
 from etcd_users.settings import SettingsError, parse_prefix
-from etcd_users.settings.network import parse_peer_rtt, timing_ms, timing_warnings
+from etcd_users.settings.network import check_zones, parse_peer_rtt, parse_zones, timing_ms, timing_warnings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,6 +89,14 @@ def _parser() -> argparse.ArgumentParser:
         "10ms+-2ms; 0ms: the proxy without delay (default: no proxy)",
     )
     network.add_argument(
+        "--zones",
+        default="",
+        metavar="ZONES",
+        help="each member's zone, comma-separated in the members' order (a,a,b): members of different zones are "
+        "--zone-rtt apart, members of one zone --peer-rtt (default: no zones)",
+    )
+    network.add_argument("--zone-rtt", default="", metavar="RTT", help="round trip between members of different zones")
+    network.add_argument(
         "--heartbeat-interval", type=int, default=0, metavar="MS", help="etcd's --heartbeat-interval (default 100)"
     )
     network.add_argument(
@@ -135,9 +143,11 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple
     if args.quota_backend_bytes is not None and args.quota_backend_bytes <= 0:
         parser.error("--quota-backend-bytes must be above zero")
     peer_rtt = parse_peer_rtt("--peer-rtt", args.peer_rtt)
+    zones, zone_rtt = parse_zones("--zones", args.zones), parse_peer_rtt("--zone-rtt", args.zone_rtt)
+    check_zones(zones, zone_rtt, peer_rtt, args.members, ("--zones", "--zone-rtt", "--peer-rtt", "--members"))
     flags = ("--heartbeat-interval", "--election-timeout")
     heartbeat, election = timing_ms(args.heartbeat_interval, args.election_timeout, flags)
-    for warning in timing_warnings(peer_rtt, heartbeat, election, flags):
+    for warning in timing_warnings(zone_rtt if zones else peer_rtt, heartbeat, election, flags):
         print(f"warning: {warning}", file=sys.stderr)
     binary = choose_etcd_binary(args.binary, "--binary")
     cluster = LocalCluster(
@@ -151,6 +161,8 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple
         peer_rtt=peer_rtt,
         heartbeat_ms=heartbeat,
         election_ms=election,
+        zones=zones,
+        zone_rtt=zone_rtt if zones else None,
     )
     return cluster, binary
 
@@ -182,7 +194,8 @@ def _print_started(cluster: LocalCluster, binary: EtcdBinary, seconds: float) ->
 
 
 def _network(cluster: LocalCluster) -> str:
-    return "" if cluster.peer_rtt is None else f"; peer round trip {cluster.peer_rtt} through the peer proxy"
+    words = "" if cluster.peer_rtt is None else f"; peer round trip {cluster.peer_rtt} through the peer proxy"
+    return words + (f", {cluster.describe_zones()}" if cluster.zones else "")
 
 
 class _StopSignals:

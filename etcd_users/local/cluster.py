@@ -187,6 +187,10 @@ class LocalCluster:
         """The members' quota and compaction in a few words, as the launchers log them."""
         return describe_space(self.extra_args, self.quota_bytes, self.auto_compaction_retention)
 
+    def describe_zones(self) -> str:
+        """The zones in a few words, as the launchers log them (``zones a,a,b 20ms apart``); '' without zones."""
+        return f"zones {','.join(self.zones)} {self.zone_rtt} apart" if self.zones else ""
+
     @property
     def compaction(self) -> str | None:
         """The members' own compaction in a few words (``history compacted every 5s``); None without one."""

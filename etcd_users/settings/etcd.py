@@ -12,7 +12,7 @@ from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
-from etcd_users.settings.network import PEER_RTT_FLAG, ZONE_RTT_FLAG, ZONES_FLAG, timing_ms
+from etcd_users.settings.network import check_zones, timing_ms
 from etcd_users.settings.summary import SummarySettings
 from etcd_users.settings.watch import WatchSettings
 from etcd_users.settings.workload import WorkloadSettings
@@ -79,30 +79,12 @@ def _check_partitions(settings: EtcdSettings) -> None:
 
 
 def _check_zones(settings: EtcdSettings) -> None:
-    """Zones need their round trip, the peer proxy that makes it, and a zone per member of the local etcd (the options
-    of a local etcd given with --etcd-endpoints are refused where the endpoints are known: ``target_cluster``)."""
-    zones, zone_rtt, peer_rtt = settings.local_zones, settings.local_zone_rtt, settings.local_peer_rtt
-    if zone_rtt is not None and not zones:
-        raise SettingsError(f"{ZONE_RTT_FLAG}: the round trip between zones needs {ZONES_FLAG}, e.g. a,a,b")
-    if not zones or settings.endpoints:
+    """Zones of the local etcd (those given with --etcd-endpoints are refused where the endpoints are known:
+    ``target_cluster``)."""
+    if settings.local_zones and settings.endpoints:
         return
-    if zone_rtt is None:
-        raise SettingsError(f"{ZONES_FLAG}: the zones need {ZONE_RTT_FLAG}, the round trip between them, e.g. 30ms")
-    if peer_rtt is None:
-        raise SettingsError(
-            f"{ZONES_FLAG}: zones are made in the peer proxy, which {PEER_RTT_FLAG} starts; add {PEER_RTT_FLAG} 0ms "
-            "(the round trip within a zone) or e.g. 1ms"
-        )
-    if len(zones) != settings.local_members:
-        raise SettingsError(
-            f"{ZONES_FLAG}: {len(zones)} zones for {settings.local_members} member"
-            f"{'s' * (settings.local_members > 1)}; give one per member of --etcd-local-members 3, e.g. a,a,b"
-        )
-    if zone_rtt.rtt_ms < peer_rtt.rtt_ms:
-        raise SettingsError(
-            f"{ZONE_RTT_FLAG}: {zone_rtt} is less than the round trip within a zone ({PEER_RTT_FLAG} {peer_rtt}); give "
-            "at least that"
-        )
+    zones, zone_rtt, peer_rtt = settings.local_zones, settings.local_zone_rtt, settings.local_peer_rtt
+    check_zones(zones, zone_rtt, peer_rtt, settings.local_members)
 
 
 def _check_disruption_gates(settings: EtcdSettings) -> None:

@@ -62,6 +62,40 @@ def parse_zones(flag: str, text: str) -> tuple[str, ...]:
     return names
 
 
+def check_zones(
+    zones: tuple[str, ...],
+    zone_rtt: PeerRtt | None,
+    peer_rtt: PeerRtt | None,
+    members: int,
+    flags: tuple[str, str, str, str] = (ZONES_FLAG, ZONE_RTT_FLAG, PEER_RTT_FLAG, "--etcd-local-members"),
+) -> None:
+    """Zones need their round trip, the peer proxy that makes it, and a zone per member; SettingsError in one line
+    otherwise. ``flags``: the options of the zones, their round trip, the peer round trip and the members, as the user
+    gave them."""
+    zones_flag, zone_rtt_flag, peer_rtt_flag, members_flag = flags
+    if zone_rtt is not None and not zones:
+        raise SettingsError(f"{zone_rtt_flag}: the round trip between zones needs {zones_flag}, e.g. a,a,b")
+    if not zones:
+        return
+    if zone_rtt is None:
+        raise SettingsError(f"{zones_flag}: the zones need {zone_rtt_flag}, the round trip between them, e.g. 30ms")
+    if peer_rtt is None:
+        raise SettingsError(
+            f"{zones_flag}: zones are made in the peer proxy, which {peer_rtt_flag} starts; add {peer_rtt_flag} 0ms "
+            "(the round trip within a zone) or e.g. 1ms"
+        )
+    if len(zones) != members:
+        raise SettingsError(
+            f"{zones_flag}: {len(zones)} zones for {members} member{'s' * (members > 1)}; give one per member of "
+            f"{members_flag} 3, e.g. a,a,b"
+        )
+    if zone_rtt.rtt_ms < peer_rtt.rtt_ms:
+        raise SettingsError(
+            f"{zone_rtt_flag}: {zone_rtt} is less than the round trip within a zone ({peer_rtt_flag} {peer_rtt}); give "
+            "at least that"
+        )
+
+
 def zone_round_trips(zones: tuple[str, ...], peer_rtt: PeerRtt, zone_rtt: PeerRtt) -> list[PeerRtt | None]:
     """Each member's own round trip in the peer proxy, on top of ``peer_rtt``, so that members of one zone are
     ``peer_rtt`` apart and members of different zones ``zone_rtt``: the proxy adds the larger of two members' own, so

@@ -112,7 +112,8 @@ def test_remove_on_a_cluster_the_tool_did_not_start_goes_through_the_cluster_api
 
 def test_promote_without_a_learner_fails_its_window_with_the_reason_and_the_run_goes_on(etcd3, tmp_out):
     prefix = tmp_out / "run"
-    args = headless_args(etcd3, prefix, "--etcd-disrupt", "promote@1s", "--etcd-disrupt-allowed", seconds=3)
+    own_keys = ("--etcd-prefix", "/promote-without-learner/", "--etcd-cleanup")  # a cluster shared by the session
+    args = headless_args(etcd3, prefix, "--etcd-disrupt", "promote@1s", "--etcd-disrupt-allowed", *own_keys, seconds=3)
     result = run_locust(*args, "EtcdPutUser", timeout=60)
     output = result.stdout + result.stderr
     assert_no_traceback(output)

@@ -99,24 +99,26 @@ ZONE_RTT_MS, NEAR_RTT_MS = 40.0, 2.0
 def test_zones_put_their_round_trip_between_members_of_different_zones_as_etcd_measures_it():
     zones = ("a", "a", "b")
     with LocalCluster(3, peer_rtt=PeerRtt(NEAR_RTT_MS), zones=zones, zone_rtt=PeerRtt(ZONE_RTT_MS)) as cluster:
+        with grpc.insecure_channel(cluster.endpoints[0].removeprefix("http://")) as channel:
+            listed = learners.ClusterStub(channel).MemberList(learners.MemberListRequest(), timeout=5).members
+        far_id = next(f"{m.ID:x}" for m in listed if cluster.endpoints[2] in m.clientURLs)  # zone b's member
         deadline = time.monotonic() + 20
         time.sleep(4)  # the first probe comes 4 s after a member starts
         while True:
-            observed = [peer_rtt_means(url) for url in cluster.metrics_urls]
+            observed = [peer_rtt_means(url) for url in cluster.metrics_urls[:2]]
             if all(len(means) == 2 for means in observed) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
     assert all(len(means) == 2 for means in observed), observed
-    measured = {
-        (member, peer): mean / SMOOTHING * 1000 for member, means in enumerate(observed) for peer, mean in means.items()
-    }
-    far = {link: ms for link, ms in measured.items() if ms > (NEAR_RTT_MS + ZONE_RTT_MS) / 2}
-    # zone a's two members each measure the one member of zone b 40 ms away, and each other 2 ms away (bounds as
-    # above: never early, 50 % late on a loaded machine); etcd's prober names no sender, so the proxy delays a
-    # probe by the zone of the member it reaches only: zone b's member measures zone a's as near
-    assert sorted(member for member, _ in far) == [0, 1] and len({peer for _, peer in far}) == 1, measured
-    assert all(ZONE_RTT_MS * 0.8 <= ms <= ZONE_RTT_MS * 1.5 for ms in far.values()), measured
-    assert all(ms <= NEAR_RTT_MS * 1.5 + 5 for link, ms in measured.items() if link not in far), measured
+    # each member of zone a measures the member of zone b one round trip between zones away, and the other member of
+    # a one within: never early (the proxy delivers nothing early); late by what a loaded machine adds to any probe,
+    # which the near link shows. etcd's prober names no sender, so the proxy delays a probe by the zone of the member
+    # it reaches only: zone b's member measures zone a's as near, and is not judged
+    for means in observed:
+        far_ms = means[far_id] / SMOOTHING * 1000
+        (near_ms,) = (mean / SMOOTHING * 1000 for peer, mean in means.items() if peer != far_id)
+        assert NEAR_RTT_MS * 0.8 <= near_ms < far_ms, observed
+        assert ZONE_RTT_MS * 0.8 <= far_ms <= ZONE_RTT_MS * 1.5 + near_ms, observed
 
 
 def _until(call, seconds: float = 20.0):
@@ -151,8 +153,15 @@ def test_a_replaced_member_is_known_to_the_proxy_by_its_new_id_and_a_partition_c
             victim, 30, initial_cluster=initial_cluster(added.members, cluster.member_name(victim), new_id)
         )
         _until(lambda: stub.MemberPromote(learners.MemberPromoteRequest(ID=new_id), timeout=5))
-        # the proxy names the link by the ID etcd's own requests give it now, not the one it first learnt
-        links = cluster.peer_links.command("stats").split()[1:]
+        # the proxy names the link by the ID etcd's own requests give it now, not the one it first learnt: the new
+        # member's peers dial it with that ID as they take it in (a member that has not applied the removal yet may
+        # still dial the old one for a moment)
+        deadline = time.monotonic() + 10
+        while True:
+            links = cluster.peer_links.command("stats").split()[1:]
+            if links[victim].split(":")[1] == f"{new_id:x}" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert links[victim].split(":")[1] == f"{new_id:x}" != f"{old_id:x}", (links, new_id, old_id)
         client = etcd3.client("127.0.0.1", int(cluster.endpoints[leader].rsplit(":", 1)[1]), timeout=5)
         cluster.blackhole_member(victim)
@@ -188,8 +197,9 @@ def put_p50_ms(tmp_out, name: str, *args: str) -> float:
 def test_a_put_to_the_leader_waits_about_one_round_trip_more(tmp_out):
     direct = put_p50_ms(tmp_out, "direct")
     proxied = put_p50_ms(tmp_out, "proxied", "--etcd-local-peer-rtt", f"{RTT_MS:g}ms")
-    # the leader commits once a follower has the entry: one round trip to the nearer follower
-    assert proxied - direct == pytest.approx(RTT_MS, rel=0.3), (direct, proxied)
+    # the leader commits once a follower has the entry: one round trip to the nearer follower; never less (the proxy
+    # delivers nothing early), and up to half more on a loaded machine (+26.8 ms for 20 ms was seen in CI)
+    assert RTT_MS * 0.7 <= proxied - direct <= RTT_MS * 1.5, (direct, proxied)
 
 
 @pytest.mark.slow
@@ -203,7 +213,7 @@ def test_a_put_to_a_leader_waits_for_the_nearest_follower_of_its_zone_or_of_the_
     # the leader commits once one follower has the entry: a leader of zone a has the other member of a at hand, the
     # member alone in zone b waits one round trip between zones
     if summary["environment"]["cluster"]["leader"] == endpoints[2]:
-        assert p50 == pytest.approx(RTT_MS, rel=0.3), p50
+        assert RTT_MS * 0.7 <= p50 <= RTT_MS * 1.5, p50
     else:
         assert p50 < RTT_MS / 2, p50
 

@@ -128,3 +128,21 @@ def test_parse_metrics_reads_labels_escapes_and_special_values():
 def test_parse_metrics_rejects_malformed_lines(line):
     with pytest.raises(ValueError, match="line 2"):
         parse_metrics(f"ok 1\n{line}\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--zones", "a,a,b", "--zone-rtt", "20ms", "--peer-rtt", "0ms"], "error: --zones: 3 zones for 1 member; give "
+         "one per member of --members 3, e.g. a,a,b"),
+        (["--members", "3", "--zones", "a,a,b", "--zone-rtt", "20ms"], "error: --zones: zones are made in the peer "
+         "proxy, which --peer-rtt starts; add --peer-rtt 0ms (the round trip within a zone) or e.g. 1ms"),
+        (["--members", "3", "--zone-rtt", "20ms"], "error: --zone-rtt: the round trip between zones needs --zones, "
+         "e.g. a,a,b"),
+    ],
+)  # fmt: skip
+def test_command_line_refuses_zones_it_cannot_make_before_starting(args, line):
+    result = subprocess.run(
+        [sys.executable, "-m", "etcd_users.local", *args], cwd=REPO, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2 and stderr_lines(result.stderr) == [line] and result.stdout == ""
