@@ -92,7 +92,7 @@ class ResourceWatch:
         self._latencies = latencies
         self._counts = counts
         self._latest: dict[int, tuple[int, bytes]] = {}  # watch id -> its latest event's revision and key
-        self._in_order = self._disordered = self._repeated = self._split = 0
+        self._judged = WatchCounts()  # ordered, unique, atomic, as each response is judged
         self._call = connection.watch.Watch(metadata=connection.metadata)
         self._creating: deque[bytes] = deque()
         self._ids: dict[int, bytes] = {}
@@ -139,21 +139,7 @@ class ResourceWatch:
 
     def _judge(self, watch_id: int, events) -> None:
         previous, last_key = self._latest.get(watch_id, (0, b""))
-        first = events[0].kv
-        if first.mod_revision == previous:  # the revision the previous response ended with
-            if first.key == last_key:
-                self._repeated += 1
-                self._in_order -= 1  # which the loop below counts it as
-            else:
-                self._split += 1
-        for event in events:
-            revision = event.kv.mod_revision
-            if revision >= previous:  # a transaction's events share one revision
-                self._in_order += 1
-                previous = revision
-            else:
-                self._disordered += 1
-        self._latest[watch_id] = (previous, events[-1].kv.key)
+        self._latest[watch_id] = (self._judged.judge(events, previous, last_key), events[-1].kv.key)
 
     def _add_counts(self) -> None:
         counts, self._counts = self._counts, None
@@ -161,10 +147,10 @@ class ResourceWatch:
             counts.add(
                 WatchCounts(
                     watchers=len(self._ids),
-                    in_order=self._in_order,
-                    disordered=self._disordered,
-                    repeated=self._repeated,
-                    split=self._split,
+                    in_order=self._judged.in_order,
+                    disordered=self._judged.disordered,
+                    repeated=self._judged.repeated,
+                    split=self._judged.split,
                 )
             )
 

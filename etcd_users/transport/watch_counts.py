@@ -1,7 +1,8 @@
 """What the watch streams of a process delivered, counted per guarantee of etcd's watch: ordered, unique, reliable
 (no acknowledged put missed), atomic (a revision's events in one response) and progress notifications never ahead of
-the events. ``transport.streams.WatchFanOut`` and ``watchers.streams.PrefixWatchers`` count them on the loop thread
-and add them here when their streams are cancelled. Pure."""
+the events. ``transport.streams.WatchFanOut``, ``watchers.streams.PrefixWatchers`` and the Kubernetes users' watches
+count them on the loop thread (each response judged by ``WatchCounts.judge``) and add them here when their streams are
+cancelled. Pure."""
 
 from __future__ import annotations
 
@@ -26,6 +27,27 @@ class WatchCounts:
     resumed: int = 0  # streams that broke and were opened again, each watcher from the revision after its last event
     prev_kv_checked: int = 0  # events whose prevKV could be checked against the key's version delivered before
     prev_kv_wrong: int = 0  # and of those, prevKVs that were not that version (or present after a delete)
+
+    def judge(self, events, previous: int, last_key: bytes) -> int:
+        """One response's ``events`` of one watcher, whose previous response ended at revision ``previous`` with key
+        ``last_key``: counted in order or out of order, repeated (its previous event again) or split (its first
+        revision the one the previous response ended with, another key: a revision over two responses). The revision
+        the watcher is at after it."""
+        first = events[0].kv
+        if first.mod_revision == previous:
+            if first.key == last_key:
+                self.repeated += 1
+                self.in_order -= 1  # which the loop below counts it as
+            else:
+                self.split += 1
+        for event in events:
+            revision = event.kv.mod_revision
+            if revision >= previous:  # a transaction's or a range delete's events share one revision: in order
+                self.in_order += 1
+                previous = revision
+            else:
+                self.disordered += 1
+        return previous
 
     def add(self, other: WatchCounts) -> None:
         for field in fields(self):

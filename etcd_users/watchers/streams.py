@@ -45,7 +45,8 @@ class PrefixWatchers(ResumingStreams):
         self._counts = counts
         self._created = 0
         self._all_created = asyncio.get_running_loop().create_future()
-        self._in_order = self._disordered = self._split = self._repeated = self._ahead = self._broken = 0
+        self._judged = WatchCounts()  # ordered, unique, atomic, as each response is judged
+        self._ahead = self._broken = 0
         # per stream, per watcher (in the order it was created): its latest event's revision and key, its largest lag
         self._latest = [[0] * watchers for _ in range(streams)]
         self._last_key = [[b""] * watchers for _ in range(streams)]
@@ -86,6 +87,7 @@ class PrefixWatchers(ResumingStreams):
         by_response = tally.by_response
         latest, last_key, worst = self._latest[stream], self._last_key[stream], self._worst[stream]
         slots = self._slots[stream]
+        judge = self._judged.judge
         notified: dict[int, int] = {}  # watch id (-1: every watcher of the stream) -> its latest progress notification
         async for response in call:
             header_revision = response.header.revision
@@ -122,26 +124,11 @@ class PrefixWatchers(ResumingStreams):
                 tally.first = now
             tally.last = now
             tally.events += count
-            previous = latest[slot]
-            first = events[0].kv
-            if first.mod_revision == previous:  # the revision the previous response ended with
-                if first.key == last_key[slot]:
-                    self._repeated += 1
-                    self._in_order -= 1  # which the loop below counts it as
-                else:
-                    self._split += 1  # a revision's events over two responses: not atomic
             if notified:  # etcd had said every event up to its notification was sent
                 bound = max(notified.get(response.watch_id, 0), notified.get(-1, 0))
-                if first.mod_revision <= bound:
+                if events[0].kv.mod_revision <= bound:
                     self._ahead += sum(1 for event in events if event.kv.mod_revision <= bound)
-            for event in events:
-                # a transaction's or a range delete's events share one revision: equal is in order
-                revision = event.kv.mod_revision
-                if revision >= previous:
-                    self._in_order += 1
-                    previous = revision
-                else:
-                    self._disordered += 1
+            previous = judge(events, latest[slot], last_key[slot])
             latest[slot] = previous
             last_key[slot] = events[-1].kv.key
             if slot == 0 and stream == 0 and self._request.prev_kv:
@@ -195,11 +182,11 @@ class PrefixWatchers(ResumingStreams):
             self._counts.add(
                 WatchCounts(
                     watchers=self.expected,
-                    in_order=self._in_order,
-                    disordered=self._disordered,
+                    in_order=self._judged.in_order,
+                    disordered=self._judged.disordered,
                     broken=self._broken,
-                    repeated=self._repeated,
-                    split=self._split,
+                    repeated=self._judged.repeated,
+                    split=self._judged.split,
                     ahead=self._ahead,
                     resumed=sum(self._reopened),
                     prev_kv_checked=self._prev_kv_checked,
