@@ -39,7 +39,10 @@ class MembersWatch(FeatureHooks):
         self._stop_run()
         local = self.tool.target.local
         run = self.context.monitoring = RunMonitoring.start(
-            environment, settings, local.compaction if local is not None else None
+            environment,
+            settings,
+            local.compaction if local is not None else None,
+            (lambda: list(zip(local.endpoints, local.metrics_urls, strict=True))) if local is not None else None,
         )
         self.context.space_watch = run.space_watch
         self.context.member_rows = run.poller.rows if run.poller is not None else None

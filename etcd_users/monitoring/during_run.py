@@ -21,10 +21,13 @@ class RunMonitoring:
     breached: bool = False  # the run has had its breach (captured or not): later ones change nothing
 
     @classmethod
-    def start(cls, environment, settings: EtcdSettings, local_compaction: str | None = None) -> "RunMonitoring":
-        """``local_compaction``: the local etcd's own compaction, which the space warning counts on."""
+    def start(
+        cls, environment, settings: EtcdSettings, local_compaction: str | None = None, local_members=None
+    ) -> "RunMonitoring":
+        """``local_compaction``: the local etcd's own compaction, which the space warning counts on;
+        ``local_members``: its members (client URL, /metrics URL) as they are now, for a member added during the run."""
         watch = space.SpaceWatch(settings, environment, local_compaction)
-        poller = server_metrics.start_polling(environment, settings, watch)
+        poller = server_metrics.start_polling(environment, settings, watch, local_members)
         return cls(settings, watch, poller, compaction.start_compacting(settings))
 
     def capture_breach(self, why: str, prefix: str | None, busy: bool) -> breach.Capture | None:

@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -244,9 +244,18 @@ class MetricsPoller:
     poll to ``watch`` (``watch.after_poll(timestamp, [(member, Scrape or error), …])``, ``watch.close()`` at stop)."""
 
     def __init__(
-        self, members: Sequence[tuple[str, str]], interval: float, scraper: Scraper, path: str | None, watch=None
+        self,
+        members: Sequence[tuple[str, str]],
+        interval: float,
+        scraper: Scraper,
+        path: str | None,
+        watch=None,
+        members_now: Callable[[], Sequence[tuple[str, str]]] | None = None,
     ) -> None:
+        """``members_now``: the members as the cluster has them at each poll (the local etcd, which an add-learner
+        grows): one it adds is polled from then on."""
         self.members = list(members)
+        self.members_now = members_now
         self.interval = interval
         self.scraper = scraper
         self.path = path
@@ -267,6 +276,15 @@ class MetricsPoller:
     def poll(self) -> None:
         """One row per member, all with the same timestamp (when the poll began); then the watch's turn."""
         timestamp = time.time()
+        if self.members_now is not None:
+            try:
+                now = self.members_now()
+            except Exception:  # a cluster stopping says nothing more: the members polled so far
+                now = ()
+            for member in now:
+                if member not in self.members:
+                    self.members.append(member)
+                    logger.info("etcd metrics: polling %s too, a member added during the run", member[0])
         results = self.scraper.fetch_all([url for _, url in self.members])
         if self._stopped:
             return
@@ -326,9 +344,10 @@ class MetricsPoller:
             self.watch.close()
 
 
-def start_polling(environment, settings: EtcdSettings, watch=None) -> MetricsPoller | None:
+def start_polling(environment, settings: EtcdSettings, watch=None, members_now=None) -> MetricsPoller | None:
     """On the master or the single process at test start: a started poller whenever ``--etcd-metrics-interval`` asks
-    for one (the caller stops it), writing ``PREFIX_etcd_metrics.csv`` with ``--csv PREFIX``; else None."""
+    for one (the caller stops it), writing ``PREFIX_etcd_metrics.csv`` with ``--csv PREFIX``; else None.
+    ``members_now``: the local etcd's members at each poll (``MetricsPoller``), unless ``--etcd-metrics-urls``."""
     prefix = getattr(environment.parsed_options, "csv_prefix", None)
     if settings.monitoring.metrics_interval <= 0 or not settings.endpoints:
         return None
@@ -337,9 +356,9 @@ def start_polling(environment, settings: EtcdSettings, watch=None) -> MetricsPol
         context = ssl_context(settings) if any(url.startswith("https:") for _, url in members) else None
         # short: a member that hangs must not hold up the others' rows for long
         scraper = Scraper(min(settings.timeout, max(1.0, settings.monitoring.metrics_interval)), context)
-        poller = MetricsPoller(
-            members, settings.monitoring.metrics_interval, scraper, prefix + CSV_SUFFIX if prefix else None, watch
-        )
+        path = prefix + CSV_SUFFIX if prefix else None
+        grows = None if settings.monitoring.metrics_urls else members_now
+        poller = MetricsPoller(members, settings.monitoring.metrics_interval, scraper, path, watch, grows)
     except (OSError, ssl.SSLError) as error:
         logger.error("locust-etcd: no server metrics: %s", one_line(error))
         return None

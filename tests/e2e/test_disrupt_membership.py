@@ -57,6 +57,7 @@ def test_a_learner_added_promoted_and_a_follower_removed_under_load_leave_the_po
     listed = {m["client_urls"][0]: m for m in step["members_after"]}
     assert len(listed) == 4 and listed[new]["learner"] and listed[new]["id"] == step["new_id"], listed
     first_three = [url for url in listed if url != new]
+    step_added = step["added_at"]
     assert added["result"].startswith(f"add-learner: {new} member {step['new_id']} added as a learner ("), added
 
     (step,) = promoted["steps"]
@@ -70,6 +71,11 @@ def test_a_learner_added_promoted_and_a_follower_removed_under_load_leave_the_po
     assert gone not in [m["client_urls"][0] for m in step["members_after"]] and len(step["members_after"]) == 3
     assert f"etcd membership: {gone} is no member's client URL (removed, or spelt otherwise); no more load" in output
 
+    # its /metrics are polled from its addition on, beside the others'
+    assert f"etcd metrics: polling {new} too, a member added during the run" in output
+    with open(f"{prefix}_etcd_metrics.csv", newline="") as file:
+        scraped = [row for row in csv.DictReader(file) if row["Member"] == new and not row["Error"]]
+    assert scraped and all(float(row["Timestamp"]) > step_added for row in scraped), scraped
     # the new member served serializable reads once voting; the audit compares the three members at the end
     with open(f"{prefix}_staleness.csv", newline="") as file:
         reads = {row["Member"]: int(row["Reads"]) for row in csv.DictReader(file)}

@@ -266,3 +266,22 @@ def test_the_poller_s_file_reads_back_in_the_analysis(tmp_path):
     assert np.isnan(frame["FsyncP99Ms"].iloc[0]) and np.isnan(frame["FsyncP99Ms"].iloc[3])
     assert frame["FsyncP99Ms"].iloc[2] == 0.99
     assert list(frame["GrpcRequests"]) == ["Put:OK=12", "", "Put:OK=12", "Put:OK=12"]
+
+
+def test_the_poller_polls_a_member_added_during_the_run_from_then_on(tmp_path):
+    first = [("http://m1:2379", "http://m1:2379/metrics")]
+    now = list(first)
+    asked: list[list[str]] = []
+
+    def fetch_all(urls):
+        asked.append(list(urls))
+        return [page(1, 1001, 0) for _ in urls]
+
+    scraper = SimpleNamespace(fetch_all=fetch_all, timeout=1.0)
+    poller = MetricsPoller(first, 1.0, scraper, str(tmp_path / "m.csv"), members_now=lambda: now)
+    poller.poll()
+    now.append(("http://m2:2379", "http://m2:2379/metrics"))  # add-learner: the local etcd grew
+    poller.poll()
+    poller.stop()
+    assert asked == [["http://m1:2379/metrics"], ["http://m1:2379/metrics", "http://m2:2379/metrics"]]
+    assert [row["Member"] for row in poller.rows] == ["http://m1:2379", "http://m1:2379", "http://m2:2379"]
