@@ -108,6 +108,12 @@ def listed(members) -> list[dict]:
     ]
 
 
+def refused_text(step: dict) -> str:
+    """``; refused: REASON ×N, …`` from a step's ``refusals``; '' without any."""
+    refused = ", ".join(f"{reason} ×{count}" for reason, count in step["refusals"].items())
+    return f"; refused: {refused}" if refused else ""
+
+
 def members_after(step: dict) -> str:
     """``; members after: ID URL, ID (learner) URL`` from a step's ``members_after``; '' without it."""
     shown = [

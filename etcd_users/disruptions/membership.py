@@ -21,6 +21,7 @@ from etcd_users.disruptions.cluster_api import (
     member_list,
     members_after,
     members_once,
+    refused_text,
     until_done,
 )
 from etcd_users.disruptions.member_steps import Refused, said_times, start_on
@@ -31,11 +32,6 @@ from etcd_users.transport.pool import MemberStatus
 
 MIB = 1024 * 1024
 _ADD_TIMES = ("added_at", "start_at", "healthy_at", "caught_up_at")
-
-
-def _refused(step: dict) -> str:
-    refused = ", ".join(f"{reason} ×{count}" for reason, count in step["refusals"].items())
-    return f"; refused: {refused}" if refused else ""
 
 
 def add_learner(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
@@ -70,7 +66,7 @@ def add_learner(cluster: LocalCluster, statuses: list[MemberStatus], disruption:
     bytes_said = f"; {received / MIB:.2f} MiB received from its peers" if received is not None else ""
     done.result = (
         f"add-learner: {url} member {step['new_id']} added as a learner ({said_times(step, _ADD_TIMES, 'asked_at')} "
-        f"after the request{bytes_said}{_refused(step)}){members_after(step)}"
+        f"after the request{bytes_said}{refused_text(step)}){members_after(step)}"
     )
 
 
@@ -93,7 +89,8 @@ def promote(statuses: list[MemberStatus], disruption: Disruption, done: Done, ca
     after = members_once(call, lambda members: not any(m.isLearner and m.ID in promoted for m in members))
     step["members_after"] = listed(after)
     said = ", ".join(
-        f"{s['member']} member {s['id']} in {s['promoted_at'] - s['asked_at']:.2f} s{_refused(s)}" for s in done.steps
+        f"{s['member']} member {s['id']} in {s['promoted_at'] - s['asked_at']:.2f} s{refused_text(s)}"
+        for s in done.steps
     )
     done.result = f"promote: {said}{members_after(step)}"
 
@@ -118,5 +115,5 @@ def remove(statuses: list[MemberStatus], disruption: Disruption, done: Done, cal
     leader = " (the leader)" if was_leader else ""
     done.result = (
         f"remove: {url}{leader} member {step['id']} removed in {step['removed_at'] - step['asked_at']:.2f} s"
-        f"{_refused(step)}{members_after(step)}"
+        f"{refused_text(step)}{members_after(step)}"
     )

@@ -31,6 +31,7 @@ from etcd_users.disruptions.cluster_api import (
     member_list,
     members_after,
     members_once,
+    refused_text,
     until_done,
 )
 from etcd_users.disruptions.member_steps import START_TIMEOUT_S, Refused, said_times, start_on
@@ -71,11 +72,10 @@ def _bring_back(cluster: LocalCluster, index: int, call: Callable, step: dict, r
 
 
 def _said(step: dict) -> str:
-    refused = ", ".join(f"{reason} ×{count}" for reason, count in step["refusals"].items())
     leader = f" (the leader; {step['new_leader']} elected)" if "new_leader" in step else ""
     return (
         f"{step['member']}{leader} member {step['old_id']} replaced by {step.get('new_id', '?')} "
-        f"({said_times(step, _TIMES)} after the kill{'; refused: ' + refused if refused else ''})"
+        f"({said_times(step, _TIMES)} after the kill{refused_text(step)})"
     )
 
 
