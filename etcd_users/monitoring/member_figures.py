@@ -68,17 +68,8 @@ def number(value: object) -> float | None:
 
 def member_figures(rows: Iterable[Row], start: float | None = None, end: float | None = None) -> MemberFigures:
     """The worst member's figures over the rows inside ``[start, end]`` (the whole of ``rows`` when not given)."""
-    by_member: dict[str, list[tuple[float, Row]]] = {}
-    for row in rows:
-        timestamp = number(row.get("Timestamp"))
-        if timestamp is None or row.get("Error"):
-            continue
-        if (start is not None and timestamp < start) or (end is not None and timestamp > end):
-            continue
-        by_member.setdefault(str(row.get("Member", "")), []).append((timestamp, row))
-    per_member = {
-        member: _one_member([row for _, row in sorted(found, key=_first)]) for member, found in by_member.items()
-    }
+    by_member = _scrapes_by_member(rows, start, end)
+    per_member = {member: _one_member([row for _, row in found]) for member, found in by_member.items()}
     figures = {}
     for name in SUMMARY_MEMBER_FIGURES:
         measured = [(value, member) for member, values in per_member.items() if (value := values.get(name)) is not None]
@@ -97,15 +88,9 @@ def window_counters(rows: Iterable[Row], started: float, finished: float) -> dic
     scrape at or before ``started`` to its first at or after ``finished`` (their increase covers the window; etcd's
     peer round trip is left out: it observes one every 30 s). None until some member has a scrape on each side; a
     counter that went back (the member restarted) is not counted."""
-    by_member: dict[str, list[tuple[float, Row]]] = {}
-    for row in rows:
-        timestamp = number(row.get("Timestamp"))
-        if timestamp is not None and not row.get("Error"):
-            by_member.setdefault(str(row.get("Member", "")), []).append((timestamp, row))
     found: dict[str, list[tuple[float, str]]] = {name: [] for name in WINDOW_COUNTERS}
     spanned = False
-    for member, scrapes in by_member.items():
-        scrapes.sort(key=_first)
+    for member, scrapes in _scrapes_by_member(rows).items():
         before = [row for timestamp, row in scrapes if timestamp <= started]
         after = [row for timestamp, row in scrapes if timestamp >= finished]
         if not before or not after:
@@ -118,6 +103,23 @@ def window_counters(rows: Iterable[Row], started: float, finished: float) -> dic
     if not spanned:
         return None
     return {name: Figure(*max(values)) if values else Figure(None, None) for name, values in found.items()}
+
+
+def _scrapes_by_member(
+    rows: Iterable[Row], start: float | None = None, end: float | None = None
+) -> dict[str, list[tuple[float, Row]]]:
+    """Each member's scrapes that answered, inside ``[start, end]`` when given, as (timestamp, row) in time order."""
+    by_member: dict[str, list[tuple[float, Row]]] = {}
+    for row in rows:
+        timestamp = number(row.get("Timestamp"))
+        if timestamp is None or row.get("Error"):
+            continue
+        if (start is not None and timestamp < start) or (end is not None and timestamp > end):
+            continue
+        by_member.setdefault(str(row.get("Member", "")), []).append((timestamp, row))
+    for scrapes in by_member.values():
+        scrapes.sort(key=_first)
+    return by_member
 
 
 def _first(item: tuple[float, Row]) -> float:
