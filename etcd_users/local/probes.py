@@ -7,7 +7,7 @@ import ssl
 import urllib.error
 import urllib.request
 
-from etcd_users.exposition import fetch_metrics, metric_sum
+from etcd_users.exposition import Sample, fetch_metrics, metric_sum
 from etcd_users.local.member import Member
 from etcd_users.local.tls import ClusterTLS
 
@@ -26,11 +26,8 @@ def is_healthy(member: Member) -> bool:
 
 
 def is_leader(member: Member) -> bool:
-    try:
-        samples = fetch_metrics(f"{member.metrics_base_url}/metrics", timeout=1.0)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-    return metric_sum(samples, "etcd_server_is_leader") == 1
+    samples = _metrics(member)
+    return samples is not None and metric_sum(samples, "etcd_server_is_leader") == 1
 
 
 def server_versions(member: Member, tls: ClusterTLS | None = None) -> tuple[str, str] | None:
@@ -54,9 +51,8 @@ def server_versions(member: Member, tls: ClusterTLS | None = None) -> tuple[str,
 def raft_indexes(member: Member) -> tuple[int, int] | None:
     """The member's raft commit index and applied index, from the gauges of its /metrics (their names end in _total,
     their values are the indexes); None when it does not answer."""
-    try:
-        samples = fetch_metrics(f"{member.metrics_base_url}/metrics", timeout=1.0)
-    except (urllib.error.URLError, OSError, ValueError):
+    samples = _metrics(member)
+    if samples is None:
         return None
     committed = metric_sum(samples, "etcd_server_proposals_committed_total")
     applied = metric_sum(samples, "etcd_server_proposals_applied_total")
@@ -66,11 +62,16 @@ def raft_indexes(member: Member) -> tuple[int, int] | None:
 def peer_received_bytes(member: Member) -> int | None:
     """The bytes the member received from its peers (raft messages and snapshots), from its /metrics; None when it
     does not answer."""
+    samples = _metrics(member)
+    return None if samples is None else int(metric_sum(samples, "etcd_network_peer_received_bytes_total"))
+
+
+def _metrics(member: Member) -> list[Sample] | None:
+    """The member's /metrics samples; None when it does not answer."""
     try:
-        samples = fetch_metrics(f"{member.metrics_base_url}/metrics", timeout=1.0)
+        return fetch_metrics(f"{member.metrics_base_url}/metrics", timeout=1.0)
     except (urllib.error.URLError, OSError, ValueError):
         return None
-    return int(metric_sum(samples, "etcd_network_peer_received_bytes_total"))
 
 
 def _get(url: str, timeout: float = 1.0, opener: urllib.request.OpenerDirector = _DIRECT) -> str | None:
