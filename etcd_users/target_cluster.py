@@ -111,9 +111,8 @@ class TargetCluster:
 
 def _network(cluster: LocalCluster) -> str:
     """The members' network and raft timing in a few words, when they are not the defaults."""
-    words = f", peer round trip {cluster.peer_rtt} through the peer proxy" if cluster.peer_rtt is not None else ""
-    if cluster.zones:
-        words += f", {cluster.describe_zones()}"
+    network = cluster.describe_peer_network()
+    words = f", {network}" if network else ""
     if (cluster.heartbeat_ms, cluster.election_ms) != (HEARTBEAT_INTERVAL_MS, ELECTION_TIMEOUT_MS):
         words += f", heartbeat {cluster.heartbeat_ms} ms, election timeout {cluster.election_ms} ms"
     return words

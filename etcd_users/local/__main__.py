@@ -194,8 +194,8 @@ def _print_started(cluster: LocalCluster, binary: EtcdBinary, seconds: float) ->
 
 
 def _network(cluster: LocalCluster) -> str:
-    words = "" if cluster.peer_rtt is None else f"; peer round trip {cluster.peer_rtt} through the peer proxy"
-    return words + (f", {cluster.describe_zones()}" if cluster.zones else "")
+    network = cluster.describe_peer_network()
+    return f"; {network}" if network else ""
 
 
 class _StopSignals:

@@ -187,9 +187,13 @@ class LocalCluster:
         """The members' quota and compaction in a few words, as the launchers log them."""
         return describe_space(self.extra_args, self.quota_bytes, self.auto_compaction_retention)
 
-    def describe_zones(self) -> str:
-        """The zones in a few words, as the launchers log them (``zones a,a,b 20ms apart``); '' without zones."""
-        return f"zones {','.join(self.zones)} {self.zone_rtt} apart" if self.zones else ""
+    def describe_peer_network(self) -> str:
+        """The members' network in a few words, as the launchers log it (``peer round trip 0ms through the peer proxy,
+        zones a,a,b 20ms apart``); '' without the peer proxy."""
+        if self.peer_rtt is None:
+            return ""
+        zones = f", zones {','.join(self.zones)} {self.zone_rtt} apart" if self.zones else ""
+        return f"peer round trip {self.peer_rtt} through the peer proxy{zones}"
 
     @property
     def compaction(self) -> str | None:
