@@ -10,7 +10,8 @@ the delay.
 A member dials its peers itself, and those connections carry messages both ways (it reads a peer's stream over a
 connection it dialed), so cutting a member off takes more than its own port: the proxy reads the first request of
 every connection (etcd's peer traffic is plain HTTP/1.1) for etcd's ``X-Server-From`` header, the sender's member ID,
-and ``X-Raft-To``, the ID of the member behind the link. A blackholed member's link refuses every connection, and the
+and ``X-Raft-To``, the ID of the member behind the link (every ID it was named by: a member replaced on its port has
+another). A blackholed member's link refuses every connection, and the
 other links refuse the connections it dials.
 
 A member's own delay (``delay MS JITTER LINK``) is added to every chunk to and from it, found the same way: a chunk
@@ -31,7 +32,7 @@ answered by one line on stdout (``ok ...`` or ``error ...``)::
                            ones refused (LINK: its index, or all)
     heal LINK              connect it again
     link LISTEN TARGET     a member added: LISTEN forwarded to TARGET from now on, as the next link (answers its index)
-    stats                  bytes forwarded and connections, per link
+    stats                  the member IDs learnt (joined by +), bytes forwarded and connections, per link
     quit                   stop (so does the end of stdin)
 """
 
@@ -64,7 +65,10 @@ class Link:
         self.blackholed = False
         self.extra_delay = 0.0  # the member's own one-way delay and jitter (s), on top of the proxy's
         self.extra_jitter = 0.0
-        self.member_id: str | None = None  # etcd's ID of the member behind the link, as the latest request names it
+        # etcd's IDs of the member behind the link, as requests name it, in the order learnt: a member replaced on the
+        # link's port has another, and a peer that has not applied the removal yet may still name the old one after the
+        # new one, so the link answers to every ID it was named by (a removed ID never comes back)
+        self.member_ids: list[str] = []
         self.server: asyncio.base_events.Server | None = None
         self.pipes: set[_Pipe] = set()
         self.bytes_forwarded = 0
@@ -84,7 +88,7 @@ class Link:
         self.blackholed = True
         for link in self.proxy.links:
             for pipe in list(link.pipes):
-                if link is self or (pipe.sender is not None and pipe.sender == self.member_id):
+                if link is self or (pipe.sender is not None and pipe.sender in self.member_ids):
                     pipe.close()
 
     def heal(self) -> None:
@@ -98,7 +102,7 @@ class Link:
         """A chunk's delay on a connection ``sender`` (its ID, None when unknown) dialed to this link."""
         own = (self.extra_delay, self.extra_jitter)
         if sender is not None:
-            dialer = next((link for link in self.proxy.links if link.member_id == sender), None)
+            dialer = next((link for link in self.proxy.links if sender in link.member_ids), None)
             if dialer is not None:
                 own = max(own, (dialer.extra_delay, dialer.extra_jitter))
         delay, jitter = own
@@ -106,7 +110,7 @@ class Link:
 
     def refuses(self, sender: str) -> bool:
         """Whether a connection from the member ``sender`` (its ID) is refused here."""
-        return self.blackholed or any(link.blackholed and link.member_id == sender for link in self.proxy.links)
+        return self.blackholed or any(link.blackholed and sender in link.member_ids for link in self.proxy.links)
 
 
 class _Direction:
@@ -251,8 +255,9 @@ class _Pipe(asyncio.Protocol):
             name, _, value = line.partition(b":")
             fields[name.strip().lower()] = value.strip().decode("ascii", "replace")
         self.header = None
-        if fields.get(TARGET_HEADER):  # the latest: a member replaced on the link's port has another ID
-            self.link.member_id = fields[TARGET_HEADER]
+        target = fields.get(TARGET_HEADER)
+        if target and target not in self.link.member_ids:  # a member replaced on the link's port has another ID
+            self.link.member_ids.append(target)
         self.sender = fields.get(SENDER_HEADER)
         if self.sender is not None and self.link.refuses(self.sender):
             self.close()
@@ -356,7 +361,8 @@ class PeerProxy:
                 return f"ok link {self.add_link(int(arguments[0]), int(arguments[1])).index}"
             if verb == "stats" and not arguments:
                 return "ok " + " ".join(
-                    f"{link.index}:{link.member_id or '-'}:{link.bytes_forwarded}:{link.connections}:{len(link.pipes)}"
+                    f"{link.index}:{'+'.join(link.member_ids) or '-'}:{link.bytes_forwarded}:{link.connections}:"
+                    f"{len(link.pipes)}"
                     f"{':blackholed' * link.blackholed}"
                     f"{f':delay={link.extra_delay * 1000:g}+-{link.extra_jitter * 1000:g}' if link.extra_delay else ''}"
                     for link in self.links
