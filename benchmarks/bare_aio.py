@@ -1,7 +1,9 @@
 """The Python floor: the Locust users' etcd requests from a bare grpc.aio loop on uvloop, with no Locust and no gevent.
 
 USERS coroutines share CONNS channels (each its own TCP connection, as the tool opens them) and await one request after
-another: a PutRequest of a fresh random key of the key space, or a RangeRequest of one such key. Measured like the
+another: a PutRequest of a fresh random key of the key space, or a RangeRequest of one such key, sent as bytes made by
+hand and answered as bytes left unparsed, as the tool's ready workloads do (``--messages``: protobuf messages through
+the generated stubs, the floor as it was before the tool learnt that; about 2 µs more per request). Measured like the
 Locust probe (``benchmarks/cpu_probe.py``): after the warm-up, getrusage of the whole process and an HDR histogram of
 the time around each await, over the window; the result is printed (or written with ``--json``) as JSON.
 
@@ -66,16 +68,51 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(1, 3_600_000_000, 3)  # 1 µs to 1 h, 3 digits: as the probe
 
 
-async def _user(op, next_stub, keys: KeySpace, value: bytes, timeout: float, window: Window, histogram, counts) -> None:
+class RawStub:
+    """etcd's Put and Range with bytes in and out, as the tool's ready workloads call them (``transport.wire``)."""
+
+    def __init__(self, channel) -> None:
+        self.Put = channel.unary_unary("/etcdserverpb.KV/Put")
+        self.Range = channel.unary_unary("/etcdserverpb.KV/Range")
+
+
+def _bytes_field(number: int, data: bytes) -> bytes:
+    length, header = len(data), bytearray([number << 3 | 2])
+    while length > 0x7F:
+        header.append(length & 0x7F | 0x80)
+        length >>= 7
+    header.append(length)
+    return bytes(header) + data
+
+
+async def _user(
+    op, next_stub, keys: KeySpace, value: bytes, args: argparse.Namespace, window: Window, histograms, counts
+) -> None:
+    """One loop of requests: back to back, or with ``--rate`` at its share of it on a fixed schedule (each user starts
+    at a random phase, as the tool's rate-driven users), its latency also taken from when each request was due."""
+    timeout, raw = args.timeout, not args.messages
     prefix, width, size = keys.prefix, keys.width, keys.size
-    randrange = random.Random().randrange
-    record = histogram.record_value
+    generator = random.Random()
+    randrange = generator.randrange
+    histogram, intended = histograms
+    record, record_intended = histogram.record_value, intended.record_value
+    interval = args.users / args.rate if args.rate > 0 else 0.0
+    due = time.perf_counter() + generator.uniform(0.0, interval)
     perf_counter = time.perf_counter
     serializable = op == "range/serializable"
+    value_field = _bytes_field(2, value) if value else b""
+    read_tail = b"\x38\x01" if serializable else b""  # RangeRequest's serializable, field 7
     while not window.stopping:
+        if interval:
+            delay = due - perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
         key = prefix + b"%0*d" % (width, randrange(size))
         stub = next_stub()
-        if op == "put":
+        if raw:
+            call = stub.Put if op == "put" else stub.Range
+            request = _bytes_field(1, key) + (value_field if op == "put" else read_tail)
+        elif op == "put":
             call, request = stub.Put, rpc_pb2.PutRequest(key=key, value=value)
         else:
             call, request = stub.Range, rpc_pb2.RangeRequest(key=key, serializable=serializable)
@@ -85,10 +122,13 @@ async def _user(op, next_stub, keys: KeySpace, value: bytes, timeout: float, win
             failed = 0
         except (grpc.aio.AioRpcError, asyncio.TimeoutError):
             failed = 1
-        elapsed = perf_counter() - started
+        ended = perf_counter()
         if window.recording:
-            record(max(1, int(elapsed * 1e6)))
+            record(max(1, int((ended - started) * 1e6)))
+            if interval:
+                record_intended(max(1, int((ended - due) * 1e6)))
             counts[failed] += 1
+        due += interval
 
 
 async def populate(stub, keys: KeySpace, value: bytes, timeout: float) -> int:
@@ -115,12 +155,14 @@ async def measure(args: argparse.Namespace) -> dict:
         stubs = [rpc_pb2_grpc.KVStub(channel) for channel in channels]
         if args.populate or args.op != "put":
             written = await populate(stubs[0], keys, value, args.timeout)
+        if not args.messages:
+            stubs = [RawStub(channel) for channel in channels]
             if args.populate:
                 return {"state": "done", "populated": written}
-        window, histogram, counts = Window(), new_histogram(), [0, 0]
+        window, histogram, intended, counts = Window(), new_histogram(), new_histogram(), [0, 0]
         next_stub = itertools.cycle(stubs).__next__  # successive requests rotate over the channels, as the tool's
         users = [
-            asyncio.create_task(_user(args.op, next_stub, keys, value, args.timeout, window, histogram, counts))
+            asyncio.create_task(_user(args.op, next_stub, keys, value, args, window, (histogram, intended), counts))
             for _ in range(args.users)
         ]
         await asyncio.sleep(args.warmup)
@@ -150,7 +192,7 @@ async def measure(args: argparse.Namespace) -> dict:
         "involuntary_switches": delta["involuntary_switches"],
         "users": args.users,
         "latency_ms": percentiles_ms(histogram),
-        "intended_latency_ms": None,
+        "intended_latency_ms": percentiles_ms(intended) if args.rate > 0 else None,
     }
 
 
@@ -167,7 +209,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--val-size", type=int, default=DEFAULT_VAL_SIZE)
     parser.add_argument("--key-space-size", type=int, default=DEFAULT_KEY_SPACE_SIZE)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-request deadline, seconds")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="requests per second of all the loops together (0: back to back)"
+    )
     parser.add_argument("--populate", action="store_true", help="only write the read key space, then exit")
+    parser.add_argument(
+        "--messages",
+        action="store_true",
+        help="send protobuf messages and parse the answers (the generated stubs); by default requests and answers are "
+        "bytes, as the tool's ready workloads send them",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the result here instead of to stdout")
     return parser
 
@@ -176,8 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if "gevent" in sys.modules or "locust" in sys.modules:
         raise SystemExit("benchmarks.bare_aio: error: gevent or Locust got imported; the floor must run without them")
-    if min(args.conns, args.users, args.key_space_size) < 1 or args.seconds <= 0 or args.warmup < 0:
-        raise SystemExit("benchmarks.bare_aio: error: --conns, --users, --key-space-size and --seconds must be > 0")
+    if min(args.conns, args.users, args.key_space_size) < 1 or args.seconds <= 0 or args.warmup < 0 or args.rate < 0:
+        raise SystemExit(
+            "benchmarks.bare_aio: error: --conns, --users, --key-space-size and --seconds must be > 0, --rate >= 0"
+        )
     try:
         result = uvloop.run(measure(args))
     except (BareError, grpc.aio.AioRpcError, asyncio.TimeoutError) as error:

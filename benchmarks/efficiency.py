@@ -57,8 +57,9 @@ USER_CLASSES = {
 }
 BASELINE = "locust baseline"  # the Locust run of --baseline-repo's checkout
 SHORT_NAMES = {"bare aio": "bare", "go benchmark": "go", BASELINE: "baseline"}
-RPS_TARGET = 0.8  # Locust's requests/s at least this share of the bare loop's
-CPU_TARGET = 1.25  # Locust's CPU per request at most this multiple of the bare loop's
+RPS_TARGET = 0.95  # Locust's requests/s at least this share of the bare loop's
+CPU_TARGET = 1.10  # Locust's CPU per request at most this multiple of the bare loop's
+LATENCY_TARGET = 1.10  # with --rate: Locust's P50 and P99 at most this multiple of the bare loop's
 # start-up (imports, connecting) and shut-down of one measured process, beyond warm-up and window
 PROCESS_SLACK_SECONDS = 90.0
 
@@ -79,6 +80,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--conns", type=positive_ints, default=[1, 8, 64], help="connection counts (default 1,8,64)")
     parser.add_argument("--users", type=int, default=64, help="concurrent users / loops (default 64)")
     parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="requests per second of all the users together, each user at its share on a schedule (default 0: back "
+        "to back); the table then compares P50 and P99 too",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("loop", "greenlet"),
+        default="loop",
+        help="the Locust users' --etcd-engine (default loop: the ready workloads on the transport's loop)",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=1,
@@ -97,8 +111,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.baseline_repo is not None and not (args.baseline_repo / PROBE).is_file():
         parser.error(f"--baseline-repo: {str(args.baseline_repo)!r} is not a checkout of the tool (no {PROBE})")
-    if args.seconds <= 0 or args.warmup < 0 or args.users < 1 or args.repeat < 1:
-        parser.error("--seconds, --users and --repeat must be greater than zero, --warmup zero or more")
+    if args.seconds <= 0 or args.warmup < 0 or args.users < 1 or args.repeat < 1 or args.rate < 0:
+        parser.error("--seconds, --users and --repeat must be greater than zero, --warmup and --rate zero or more")
     if args.go_benchmark and not shutil.which(args.go_benchmark):
         parser.error(f"--go-benchmark: {args.go_benchmark!r} is not an executable")
     return args
@@ -175,6 +189,8 @@ class Runs:
             "-t", f"{math.ceil(self.window)}s",
             "--etcd-endpoints", self.endpoint,
             "--etcd-conns", str(conns),
+            "--etcd-engine", args.engine,
+            *(("--etcd-user-rate", repr(args.rate / args.users)) if args.rate > 0 else ()),
             *locust_etcd_flags(),
             USER_CLASSES[op],
         ]  # fmt: skip
@@ -202,6 +218,7 @@ class Runs:
             "--users", str(args.users),
             "--warmup", str(args.warmup),
             "--seconds", str(args.seconds),
+            "--rate", repr(args.rate),
             "--json", str(out),
         )  # fmt: skip
         self.compact()
@@ -222,6 +239,7 @@ class Runs:
             f"--endpoints={self.target}",
             f"--conns={conns}",
             f"--clients={args.users}",
+            *((f"--rate={round(args.rate)}",) if args.rate > 0 else ()),
         ]
         if op == "put":
             command += [
@@ -322,6 +340,7 @@ def compare(runs: list[dict]) -> list[dict]:
                 continue
             rps_ratio = run["requests_per_second"] / other["requests_per_second"]
             cpu_ratio = run["cpu_us_per_request"] / other["cpu_us_per_request"]
+            p50_ratio, p99_ratio = (_ratio(run[field], other[field]) for field in ("p50_ms", "p99_ms"))
             comparisons.append(
                 {
                     "op": op,
@@ -331,16 +350,28 @@ def compare(runs: list[dict]) -> list[dict]:
                     "cpu_ratio": cpu_ratio,
                     "rps_verdict": ("PASS" if rps_ratio >= RPS_TARGET else "MISS") if targets else None,
                     "cpu_verdict": ("PASS" if cpu_ratio <= CPU_TARGET else "MISS") if targets else None,
+                    "p50_ratio": p50_ratio,
+                    "p99_ratio": p99_ratio,
                 }
             )
     return comparisons
+
+
+def _ratio(value: float | None, other: float | None) -> float | None:
+    return value / other if value is not None and other else None
+
+
+def _latency_ratio(ratio: float | None, judged: bool) -> str:
+    if ratio is None:
+        return ""
+    return f"{ratio:.2f}" + ((" PASS" if ratio <= LATENCY_TARGET else " MISS") if judged else "")
 
 
 def _number(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def format_table(runs: list[dict], comparisons: list[dict]) -> list[str]:
+def format_table(runs: list[dict], comparisons: list[dict], rate: float = 0.0) -> list[str]:
     header = ("op", "conns", "client", "req/s", "CPU µs/req", "P50 ms", "P99 ms", "errors", "TCP")
     rows = []
     for run in runs:
@@ -370,8 +401,8 @@ def format_table(runs: list[dict], comparisons: list[dict]) -> list[str]:
                     f"locust/{SHORT_NAMES[comparison['against']]}",
                     f"{comparison['rps_ratio']:.3f}" + (f" {comparison['rps_verdict']}" if verdicts else ""),
                     f"{comparison['cpu_ratio']:.3f}" + (f" {comparison['cpu_verdict']}" if verdicts else ""),
-                    "",
-                    "",
+                    _latency_ratio(comparison["p50_ratio"], verdicts and rate > 0) if rate > 0 else "",
+                    _latency_ratio(comparison["p99_ratio"], verdicts and rate > 0) if rate > 0 else "",
                     "",
                     "",
                 )
@@ -423,6 +454,8 @@ def run(args: argparse.Namespace, logs: Path) -> dict:
             "ops": args.ops,
             "conns": args.conns,
             "users": args.users,
+            "rate": args.rate,
+            "engine": args.engine,
             "repeat": args.repeat,
             "key_size": DEFAULTS["--etcd-key-size"],
             "val_size": DEFAULTS["--etcd-val-size"],
@@ -431,7 +464,7 @@ def run(args: argparse.Namespace, logs: Path) -> dict:
             "go_benchmark": args.go_benchmark,
             "baseline_repo": str(args.baseline_repo) if args.baseline_repo is not None else None,
         },
-        "targets": {"rps_ratio_min": RPS_TARGET, "cpu_ratio_max": CPU_TARGET},
+        "targets": {"rps_ratio_min": RPS_TARGET, "cpu_ratio_max": CPU_TARGET, "latency_ratio_max": LATENCY_TARGET},
         "histogram_record_us": record_cost,
         "runs": runs,
         "comparisons": compare(runs),
@@ -453,16 +486,18 @@ def report(result: dict) -> str:
         *machine_lines(result["machine"]),
         f"load: {settings['users']} users, {settings['key_size']} B keys, {settings['val_size']} B values, "
         f"key space {settings['key_space_size']}; {settings['warmup']:g}s warm-up, {settings['seconds']:g}s window "
-        "per run; one Locust process"
+        f"per run; one Locust process, --etcd-engine {settings.get('engine', 'loop')}"
+        + (f"; {settings['rate']:,.0f} requests/s in all, on a schedule" if settings.get("rate") else "; closed loop")
         + (
             f"; each figure the median of {settings['repeat']} runs, the clients alternating"
             if settings["repeat"] > 1
             else ""
         ),
         "",
-        *format_table(result["runs"], result["comparisons"]),
+        *format_table(result["runs"], result["comparisons"], settings.get("rate", 0.0)),
         "",
-        f"targets: locust/bare requests/s >= {RPS_TARGET}, CPU per request <= {CPU_TARGET} (same op, same conns)",
+        f"targets: locust/bare requests/s >= {RPS_TARGET}, CPU per request <= {CPU_TARGET} (same op, same conns)"
+        + (f", P50 and P99 <= {LATENCY_TARGET} (the same rate)" if settings.get("rate") else ""),
         "CPU: user + system time of the whole client process (every thread) over the window, per request completed in "
         "it; TCP: its connections to etcd",
         f"both clients record each response in an HDR histogram: ~{result['histogram_record_us']:.1f} µs CPU per "

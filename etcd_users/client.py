@@ -14,9 +14,10 @@ import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.audit.ledger import Ledger
+from etcd_users.audit.notes import ClientNotes
 from etcd_users.keys import KeySpace, next_page_key
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
+from etcd_users.requests import RANGE_NAMES, mixed_txn, puts, range_read
 from etcd_users.run_context import run_context
 from etcd_users.session import Session
 from etcd_users.transport.bridge import CallOutcome
@@ -35,7 +36,6 @@ from etcd_users.transport.watch_counts import WatchCounts
 
 REQUEST_TYPE = "etcd"
 _OUTAGE_PAUSE = 0.05
-RANGE_NAMES = {False: "range/linearizable", True: "range/serializable"}
 
 
 class KeyOutsidePrefixError(ValueError):
@@ -70,11 +70,9 @@ class EtcdClient:
         self._acknowledged = 0.0  # time.perf_counter() at the last call's status, on the loop thread
         self._failure = ""  # the error label of the last call that failed
         # the audit's record of the run (made at its start, before the users): each acknowledged write goes in after
-        # its response, on this thread, outside the call's timing
+        # its response, on this thread, outside the call's timing, and the reads are judged against them
         self._record = self._context.record
-        self._ledger = self._record.ledger if self._record is not None else None
-        # the reads are judged against the writes acknowledged to this process (etcd_users.audit.reads)
-        self._reads = self._record.reads if self._record is not None else None
+        self._notes = ClientNotes(self._record) if self._record is not None else None
 
     @property
     def session(self) -> Session:
@@ -104,9 +102,8 @@ class EtcdClient:
         self._check_prefix(key)
         response = self._call("Put", rpc_pb2.PutRequest(key=key, value=value, lease=lease), name)
         if response is not None:
-            if self._ledger is not None:
-                self._ledger.put(key, response.header.revision)
-                self._reads.writes.acknowledged(response.header.revision, self._acknowledged)
+            if self._notes is not None:
+                self._notes.put(key, response.header.revision, self._acknowledged)
             watchers = self._context.watchers
             watching = watchers.latencies
             if watching is not None:  # this process's watchers' events of this put are timed from its acknowledgement
@@ -162,19 +159,15 @@ class EtcdClient:
             count_only=count_only,
         )
         name = name or RANGE_NAMES[serializable]
-        reads = self._reads
-        if reads is None:
+        notes = self._notes
+        if notes is None:
             return self._call("Range", request, name)
         # what this process knew acknowledged when the read was sent: the newest revision, and the key's latest write
         connection = self.session.pool.next_connection()
-        sent_at, newest = time.perf_counter(), reads.writes.newest
-        mark = 0 if serializable or range_end else self._ledger.mark(key)
+        sent = notes.read_sent(key, serializable, range_end)
         response = self._invoke(connection, connection.kv.Range, request, name)
         if response is not None:  # judged after the call's timing
-            if serializable:
-                reads.serializable(sent_at, newest, response.header.revision, connection.endpoint.target)
-            else:
-                reads.linearizable(sent_at, newest, mark, response, key, connection.endpoint.target, name)
+            notes.read_answered(sent, response, key, serializable, connection.endpoint.target, name)
         return response
 
     def ranges(self, serializable: bool | None = None) -> Callable[[], rpc_pb2.RangeResponse | None]:
@@ -190,26 +183,20 @@ class EtcdClient:
         Returns:
             A function without arguments that makes one read and returns what ``range`` (or ``paged_list``) returns.
         """
-        settings = self.session.settings
+        read = range_read(self.session.settings, serializable)
         keys, get = self.keys, self.range
-        if serializable is None:
-            serializable = settings.consistency == "s"
-        if not settings.range_name:
-            return lambda: get(keys.next_key(), serializable=serializable)
-        consistency = RANGE_NAMES[serializable].partition("/")[2]
-        name = f"range/{settings.range_name}/{consistency}"
-        if settings.range_paginate:
-            limit, keys_only, list_name = settings.range_limit, settings.range_keys_only, settings.list_name
-            list_name = f"range/{list_name}/{consistency}"
-            return lambda: self.paged_list(limit, serializable, keys_only, name, list_name)
+        if read.paged:
+            return lambda: self.paged_list(read.limit, read.serializable, read.keys_only, read.name, read.list_name)
+        if not read.shaped:
+            return lambda: get(keys.next_key(), serializable=read.serializable)
         shape = {
-            "serializable": serializable,
-            "limit": settings.range_limit,
-            "keys_only": settings.range_keys_only,
-            "count_only": settings.range_count_only,
-            "name": name,
+            "serializable": read.serializable,
+            "limit": read.limit,
+            "keys_only": read.keys_only,
+            "count_only": read.count_only,
+            "name": read.name,
         }
-        count, range_of = settings.range_keys, keys.range_of
+        count, range_of = read.keys, keys.range_of
         if count == 1:
             return lambda: get(keys.next_key(), **shape)
         return lambda: get(*range_of(count), **shape)
@@ -269,18 +256,17 @@ class EtcdClient:
             etcd's DeleteRangeResponse, or None when the call failed.
         """
         self._check_prefix(key, range_end)
-        ledger = self._ledger
-        if ledger is None:
+        notes = self._notes
+        if notes is None:
             return self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end), name)
         if range_end:
-            ledger.untracked_delete()
+            notes.range_deleted()
             return self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end), name)
         # a delete cut short (a failure, or the user stopped while it waited) may still have been applied
-        index = ledger.delete_sent(key)
+        index = notes.delete_sent(key)
         response = self._call("DeleteRange", rpc_pb2.DeleteRangeRequest(key=key), name)
-        ledger.delete_answered(index, key, response.header.revision if response is not None else None)
-        if response is not None:
-            self._reads.writes.acknowledged(response.header.revision, self._acknowledged)
+        revision = response.header.revision if response is not None else None
+        notes.delete_answered(index, key, revision, self._acknowledged)
         return response
 
     def txn(
@@ -303,16 +289,13 @@ class EtcdClient:
             etcd's TxnResponse (``succeeded`` tells which branch ran), or None when the call failed. A write of
             either branch outside ``--etcd-prefix`` raises ``KeyOutsidePrefixError`` before anything is sent.
         """
-        request = rpc_pb2.TxnRequest(compare=compare, success=success, failure=failure)
+        return self._txn(rpc_pb2.TxnRequest(compare=compare, success=success, failure=failure), name)
+
+    def _txn(self, request: rpc_pb2.TxnRequest, name: str) -> rpc_pb2.TxnResponse | None:
         self._check_ops((*request.success, *request.failure))
         response = self._call("Txn", request, name)
-        if self._ledger is not None:
-            if response is not None:
-                ops = request.success if response.succeeded else request.failure
-                if _record_ops(self._ledger, ops, response.header):
-                    self._reads.writes.acknowledged(response.header.revision, self._acknowledged)
-            elif _deletes(request):
-                self._ledger.untracked_delete()  # a failed transaction's deletes may have been applied all the same
+        if self._notes is not None:
+            self._notes.txn(request, response, self._acknowledged)
         return response
 
     def _check_ops(self, ops: Iterable[rpc_pb2.RequestOp]) -> None:
@@ -328,25 +311,13 @@ class EtcdClient:
     def txn_put(self, ops: int | None = None, *, name: str = "txn-put") -> rpc_pb2.TxnResponse | None:
         """One transaction of ``ops`` (None: ``--etcd-txn-ops``) puts to distinct keys of the key space, as etcd's
         ``benchmark txn-put``. Returns etcd's TxnResponse, or None when the call failed."""
-        keys = self.keys
-        puts = [
-            rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=keys.value))
-            for key in keys.distinct_keys(ops or self.session.settings.txn_ops, write=True)
-        ]
-        return self.txn(success=puts, name=name)
+        return self._txn(puts(self.keys, ops or self.session.settings.txn_ops), name)
 
     def txn_mixed(self, *, name: str = "txn-mixed") -> rpc_pb2.TxnResponse | None:
         """A read or a write transaction of ``--etcd-txn-ops`` operations, reads at ``--etcd-rw-ratio`` per write
         (etcd's ``benchmark txn-mixed``); reported as ``NAME-read`` and ``NAME-write`` (``txn-mixed-read``,
         ``txn-mixed-write``). Returns etcd's TxnResponse, or None when the call failed."""
-        settings = self.session.settings
-        if self._random() * (1.0 + settings.rw_ratio) < settings.rw_ratio:
-            keys = self.keys.distinct_keys(settings.txn_ops)
-            reads = [rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=key)) for key in keys]
-            return self.txn(success=reads, name=f"{name}-read")
-        keys, value = self.keys.distinct_keys(settings.txn_ops, write=True), self.keys.value
-        writes = [rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=value)) for key in keys]
-        return self.txn(success=writes, name=f"{name}-write")
+        return self._txn(*mixed_txn(self.keys, self.session.settings, self._random(), name))
 
     def lease_grant(self, ttl: int, *, name: str = "lease-grant") -> rpc_pb2.LeaseGrantResponse | None:
         """Grant a lease of ``ttl`` seconds. Returns etcd's LeaseGrantResponse (its ``ID`` is the lease's), or None
@@ -406,9 +377,8 @@ class EtcdClient:
             return self._report("put", None, error, seconds, ended)
         response, put_seconds, acknowledged, latencies = outcome
         self._report("put", response, None, put_seconds, acknowledged)
-        if self._ledger is not None:
-            self._ledger.put(key, response.header.revision)
-            self._reads.writes.acknowledged(response.header.revision, acknowledged)
+        if self._notes is not None:
+            self._notes.put(key, response.header.revision, acknowledged)
         for latency in latencies:  # inline, not through watch_reporter: a frame less per event
             self._fire(
                 request_type=REQUEST_TYPE, name=name, response_time=latency * 1000.0, response_length=0, exception=None
@@ -537,32 +507,6 @@ class _LeaseNotFound(Exception):
 
 async def _open_keep_alive(connection) -> KeepAliveStream:
     return KeepAliveStream(connection)
-
-
-def _record_ops(ledger: Ledger, ops: Iterable[rpc_pb2.RequestOp], header: rpc_pb2.ResponseHeader) -> bool:
-    """The writes of a transaction's branch that ran, all acknowledged at its revision; False when it wrote nothing."""
-    wrote = False
-    for op in ops:
-        kind = op.WhichOneof("request")
-        wrote = wrote or kind != "request_range"
-        if kind == "request_put":
-            ledger.put(op.request_put.key, header.revision)
-        elif kind == "request_delete_range":
-            delete = op.request_delete_range
-            if delete.range_end:
-                ledger.untracked_delete()
-            else:
-                ledger.delete(delete.key, header.revision)
-        elif kind == "request_txn":
-            ledger.untracked_delete()  # which branch of a nested transaction ran is in its own response: not kept
-    return wrote
-
-
-def _deletes(request: rpc_pb2.TxnRequest) -> bool:
-    return any(
-        op.WhichOneof("request") in ("request_delete_range", "request_txn")
-        for op in (*request.success, *request.failure)
-    )
 
 
 async def _open_watch(

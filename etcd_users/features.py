@@ -41,6 +41,8 @@ class Feature:
 
 FEATURES = (
     Feature("connection and endpoints", ConnectionSettings),
+    # which way each User class sends its requests (--etcd-engine, a workload option): the run's start line
+    Feature("engine", None, "etcd_users.engine.choice:EngineChoice"),
     # the gates' hooks watch the workers: a run that lost some is not the run planned, whatever its figures
     Feature("gates", GateSettings, "etcd_users.reporting.gates_run:GatesRun"),
     # the puts per key, counted from the keys' versions at the run's start and stop (PREFIX_skew.json)
@@ -58,6 +60,8 @@ FEATURES = (
     Feature("audit", AuditSettings, "etcd_users.audit.run:AuditRun"),
     # last: it gathers what the others left (the gates, the disruptions, the audit) at quit
     Feature("run summary", SummarySettings, "etcd_users.reporting.summary:RunSummary"),
+    # whether the load generator was the limit: a rate's processes early, the client-bound line at the end
+    Feature("client bound", None, "etcd_users.reporting.client_bound:ClientBound", etcd_only=False),
     # after every other's judging: a run that measured no request, its line printed last but one
     Feature("empty run", None, "etcd_users.reporting.empty_run:EmptyRun"),
     # an --etcd-user-rate the users did not hold: the run's last line

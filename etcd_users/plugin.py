@@ -99,6 +99,7 @@ class EtcdPlugin:
         self.etcd = etcd
         self.environment = None
         self.recorder = LatencyRecorder()
+        self.recorder.before_collect.append(self._flush_loop_results)
         self.client_cpu = ClientCpu()  # this process's CPU once a second, and on a master its workers'
         self.target = TargetCluster()
         # the master's (or single process's) settings of the current run; workers take theirs from their options
@@ -164,10 +165,12 @@ class EtcdPlugin:
         context.drop_session_if_changed(settings)
 
     def on_spawning_complete(self, **_kwargs) -> None:
+        self._flush_loop_results()  # before Locust's --reset-stats, which listens after this
         self.recorder.on_spawning_complete()
         collector.on_spawning_complete()
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
+        self._flush_loop_results()  # the report covers every request until now, the loop's batched ones too
         self.recorder.on_report_to_master(data)
         self.client_cpu.on_report_to_master(data)
 
@@ -176,6 +179,7 @@ class EtcdPlugin:
         self.client_cpu.on_worker_report(client_id, data)
 
     def on_test_stop(self, environment, **_kwargs) -> None:
+        self._flush_loop_results()  # the users have stopped: their last results, before anything reads the figures
         self.recorder.on_test_stop()
         collector.on_test_stop()
 
@@ -237,6 +241,10 @@ class EtcdPlugin:
         host = ",".join(endpoint.url for endpoint in settings.endpoints)
         if not environment.host or environment.host == self.shown_host:
             environment.host = self.shown_host = host
+
+    def _flush_loop_results(self) -> None:
+        if self.etcd and self.environment is not None:
+            run_context(self.environment).flush_loop_results()
 
     def _has_etcd_options(self, environment) -> bool:
         return self.etcd and hasattr(environment.parsed_options, "etcd_endpoints")

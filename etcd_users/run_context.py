@@ -28,6 +28,7 @@ import gevent.lock
 
 from etcd_users.audit.record import RunRecord
 from etcd_users.audit.staleness import MemberStaleness
+from etcd_users.engine.results import LoopResults
 from etcd_users.gates.sla import Result
 from etcd_users.monitoring.during_run import RunMonitoring
 from etcd_users.monitoring.lost_workers import LostWorker
@@ -82,6 +83,7 @@ class RunContext:
         # the serializable reads' staleness per member, the workers' included (the stale: gates at quitting)
         self.final_staleness: Callable[[], dict[str, MemberStaleness]] = dict
         self._session: Session | None = None
+        self._loop_results: LoopResults | None = None  # the ready workloads' results on the loop, for the session
         self._session_lock = gevent.lock.Semaphore()
         self._session_error = ""
 
@@ -111,11 +113,23 @@ class RunContext:
                         raise StopUser() from None
         return self._session
 
+    def loop_results(self) -> LoopResults:
+        """Where the session's users on the loop thread add their results (``etcd_users.engine``), made on first use."""
+        if self._loop_results is None:
+            self._loop_results = LoopResults(self.bridge, self.environment, lambda: self.watchers)
+        return self._loop_results
+
+    def flush_loop_results(self) -> None:
+        """Apply every result of the users on the loop thread so far (before anything reads the run's figures)."""
+        if self._loop_results is not None:
+            self._loop_results.flush()
+
     def drop_session_if_changed(self, settings: EtcdSettings) -> None:
         """A new run may come with new options: the next user reconnects with them."""
         session = self._session
         if session is not None and session.settings != settings:
             self._session = None
+            self._close_loop_results()
             session.close()
 
     def close_session(self) -> None:
@@ -123,9 +137,15 @@ class RunContext:
         if session is None:
             return
         try:
+            self._close_loop_results()
             session.close()
         except Exception as error:  # closing is best effort: the run is over
             logger.debug("closing etcd connections: %s", error)
+
+    def _close_loop_results(self) -> None:
+        results, self._loop_results = self._loop_results, None
+        if results is not None:
+            results.close()
 
 
 def attach(environment, runner) -> RunContext:

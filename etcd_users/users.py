@@ -19,8 +19,15 @@ import gevent
 
 from etcd_users import plugin
 from etcd_users.arrivals import first_arrival, intervals
+from etcd_users.audit.notes import ClientNotes
 from etcd_users.client import EtcdClient
+from etcd_users.engine import workloads
+from etcd_users.engine.choice import LOOP, ready
+from etcd_users.engine.client import LoopClient
+from etcd_users.engine.user_loop import LoopUser
+from etcd_users.engine.workloads import Workload
 from etcd_users.kubernetes.client import KubernetesClient
+from etcd_users.run_context import run_context
 from etcd_users.watchers.client import WatcherClient
 from etcd_users.ycsb_client import YcsbClient
 
@@ -65,6 +72,19 @@ class EtcdUser(User):
         """
         return None
 
+    def _run_ready(self, operation: Callable[[], Callable[[], object]], workload: Workload) -> None:
+        """A ready workload's requests until the user stops: ``workload``'s operation as a coroutine on the loop
+        thread (``--etcd-engine loop``, the default), else ``repeat(operation())`` on this greenlet."""
+        etcd = self.etcd
+        session = etcd.session
+        if session.settings.engine != LOOP:
+            self.repeat(operation())
+            return
+        context = run_context(self.environment)
+        notes = ClientNotes(context.record) if context.record is not None else None
+        client = LoopClient(session, context.loop_results(), notes, context.watchers)
+        LoopUser(self, client, workload).run(session.bridge)
+
     def repeat(self, operation: Callable[[], object]) -> None:
         """Run ``operation`` (a function without arguments) until the user is stopped: back to back, or at
         ``--etcd-user-rate`` per second (``--etcd-arrival`` fixed or Poisson).
@@ -95,10 +115,14 @@ class EtcdPutUser(EtcdUser):
     """Writes ``--etcd-val-size`` values to keys of the key space (like ``benchmark put``)."""
 
     @task
+    @ready
     def put(self) -> None:
+        self._run_ready(self._put, workloads.put)
+
+    def _put(self) -> Callable[[], object]:
         keys, put = self.etcd.keys, self.etcd.put
         next_key, value = keys.next_write_key, keys.value
-        self.repeat(lambda: put(next_key(), value))
+        return lambda: put(next_key(), value)
 
 
 class _RangeUser(EtcdUser):
@@ -107,9 +131,10 @@ class _RangeUser(EtcdUser):
     serializable: bool | None = None  # None: --etcd-consistency decides
 
     @task
+    @ready
     def range(self) -> None:
         self.etcd.session.ensure_key_space()
-        self.repeat(self.etcd.ranges(self.serializable))
+        self._run_ready(lambda: self.etcd.ranges(self.serializable), workloads.ranges(self.serializable))
 
 
 class EtcdRangeUser(_RangeUser):
@@ -132,8 +157,9 @@ class EtcdTxnPutUser(EtcdUser):
     """Transactions of ``--etcd-txn-ops`` puts (``txn-put``, like ``benchmark txn-put``)."""
 
     @task
+    @ready
     def txn_put(self) -> None:
-        self.repeat(self.etcd.txn_put)
+        self._run_ready(lambda: self.etcd.txn_put, workloads.txn_put)
 
 
 class EtcdTxnMixedUser(EtcdUser):
@@ -142,16 +168,21 @@ class EtcdTxnMixedUser(EtcdUser):
     reads_key_space = True
 
     @task
+    @ready
     def txn_mixed(self) -> None:
         self.etcd.session.ensure_key_space()
-        self.repeat(self.etcd.txn_mixed)
+        self._run_ready(lambda: self.etcd.txn_mixed, workloads.txn_mixed)
 
 
 class EtcdDeleteUser(EtcdUser):
     """Writes a key and deletes it again (``put`` then ``delete``), so every delete removes a key."""
 
     @task
+    @ready
     def put_then_delete(self) -> None:
+        self._run_ready(self._put_then_delete, workloads.delete)
+
+    def _put_then_delete(self) -> Callable[[], object]:
         keys, put, delete = self.etcd.keys, self.etcd.put, self.etcd.delete
 
         def put_then_delete() -> None:
@@ -159,7 +190,7 @@ class EtcdDeleteUser(EtcdUser):
             put(key, keys.value)
             delete(key)
 
-        self.repeat(put_then_delete)
+        return put_then_delete
 
 
 class EtcdLeaseUser(EtcdUser):
@@ -223,8 +254,12 @@ class EtcdMixedUser(EtcdUser):
     reads_key_space = True
 
     @task
+    @ready
     def mixed(self) -> None:
         self.etcd.session.ensure_key_space()
+        self._run_ready(self._mixed, workloads.mixed)
+
+    def _mixed(self) -> Callable[[], object]:
         etcd, keys = self.etcd, self.etcd.keys
         operations = {
             "put": lambda: etcd.put(keys.next_write_key(), keys.value),
@@ -239,7 +274,7 @@ class EtcdMixedUser(EtcdUser):
         cumulative = list(itertools.accumulate(weight for _, weight in mix))
         draw = random.Random().random
         total = cumulative[-1]
-        self.repeat(lambda: choices[bisect.bisect(cumulative, draw() * total)]())
+        return lambda: choices[bisect.bisect(cumulative, draw() * total)]()
 
 
 class EtcdYcsbUser(EtcdUser):
@@ -257,12 +292,13 @@ class EtcdYcsbUser(EtcdUser):
         return None if settings.ycsb is not None else YCSB_MISSING
 
     @task
+    @ready
     def ycsb(self) -> None:
         if self.etcd.session.settings.ycsb is None:  # a web UI's run may change the options after the start
             logger.error("locust-etcd: error: %s", YCSB_MISSING)
             raise StopUser()
         self.etcd.session.ensure_key_space()
-        self.repeat(self.etcd.operation())
+        self._run_ready(self.etcd.operation, workloads.ycsb_workload)
 
 
 class EtcdKubernetesUser(EtcdUser):

@@ -61,7 +61,6 @@ class YcsbClient(EtcdClient):
         sent = ended - seconds
         connection = self.session.pool.next_connection()
         response, error, _, ended = self._unary(connection, connection.kv.Put, rpc_pb2.PutRequest(key=key, value=value))
-        if response is not None and self._ledger is not None:
-            self._ledger.put(key, response.header.revision)
-            self._reads.writes.acknowledged(response.header.revision, ended)
+        if response is not None and self._notes is not None:
+            self._notes.put(key, response.header.revision, ended)
         return self._report(name, response, error, ended - sent, ended)

@@ -3,7 +3,8 @@
 Every process (a master, each worker, a single process) samples ``time.process_time()`` (all its threads: the users'
 greenlets and the gRPC bridge's loop) in a background greenlet, on the whole wall-clock second: a sample is the CPU
 the process used over [T, T+1) in percent of one core (above 100 is possible, the bridge's thread runs beside the
-users'), and, on Linux, the time its users' thread was ready to run but waited for a CPU (``/proc/self/schedstat``):
+users'), and, on Linux, the time its two busy threads (the users' greenlets' and the transport's loop thread, where
+the ready workloads' users run) were ready to run but waited for a CPU (``/proc/self/task/ID/schedstat``):
 on a machine whose cores are all busy a generator that wants a whole core gets less, and waits for the rest. One
 clock read and one small file read a second, nothing on the request path. A process too busy to wake on time gives
 one longer interval, still labelled with the second it started in.
@@ -32,6 +33,7 @@ from typing import Any, TextIO
 import gevent
 
 from etcd_users.files import CLIENT_CPU_COLUMNS, LOCAL_PROCESS, MASTER_PROCESS, SUFFIXES
+from etcd_users.transport import bridge
 
 logger = logging.getLogger(__name__)
 
@@ -51,13 +53,38 @@ Sample = tuple[int, float, float | None]  # (second, CPU and run-queue wait in p
 Row = tuple[int, str, float, float | None]  # (second, process, CPU %, wait %)
 
 
-def run_queue_wait() -> float | None:
-    """Seconds the main thread has waited for a CPU since it started; None where the system does not say."""
+def run_queue_wait(path: str = SCHEDSTAT) -> float | None:
+    """Seconds a thread (by default the main thread) has waited for a CPU since it started; None where the system
+    does not say."""
     try:
-        with open(SCHEDSTAT, "rb") as stat:
+        with open(path, "rb") as stat:
             return int(stat.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return None
+
+
+def run_queue_waits() -> dict[str, float] | None:
+    """Seconds each thread that runs users has waited for a CPU: the main thread (the users' greenlets) and the
+    transport's loop thread (every call, and the ready workloads' users themselves); None where the system does not
+    say."""
+    main = run_queue_wait()
+    if main is None:
+        return None
+    waits = {"main": main}
+    loop = bridge.loop_thread_id()
+    if loop is not None:
+        waited = run_queue_wait(f"/proc/self/task/{loop}/schedstat")
+        if waited is not None:
+            waits["loop"] = waited
+    return waits
+
+
+def waited_percent(before: dict[str, float] | None, after: dict[str, float] | None, wall: float) -> float | None:
+    """The threads' waits for a CPU between two readings, in percent of one core (a thread new since ``before``
+    counts from the next interval)."""
+    if before is None or after is None:
+        return None
+    return cpu_percent(sum(after[thread] - before[thread] for thread in after if thread in before), wall)
 
 
 def cpu_percent(cpu_seconds: float, wall_seconds: float) -> float | None:
@@ -65,6 +92,23 @@ def cpu_percent(cpu_seconds: float, wall_seconds: float) -> float | None:
     if wall_seconds <= 0:
         return None
     return 100.0 * max(0.0, cpu_seconds) / wall_seconds
+
+
+def busiest(rows: list[Row], seconds: range) -> tuple[float | None, float | None]:
+    """The mean CPU and wait (percent of one core) over ``seconds`` of the process that wanted the most, from its
+    rows; (None, None) without any."""
+    by_process: dict[str, list[Row]] = {}
+    for row in rows:
+        if row[0] in seconds:
+            by_process.setdefault(row[1], []).append(row)
+    best: tuple[float, float | None] | None = None
+    for process_rows in by_process.values():
+        cpu = sum(row[2] for row in process_rows) / len(process_rows)
+        waits = [row[3] for row in process_rows if row[3] is not None]
+        wait = sum(waits) / len(waits) if waits else None
+        if best is None or cpu + (wait or 0.0) > best[0] + (best[1] or 0.0):
+            best = (cpu, wait)
+    return best if best is not None else (None, None)
 
 
 def row_fields(row: Row) -> list[str | int]:
@@ -97,12 +141,12 @@ class CpuSampler:
         # the first interval starts on the next whole second
         second = math.floor(_now()) + 1
         gevent.sleep(max(0.0, second - _now()))
-        wall, cpu, waited = _now(), _cpu(), run_queue_wait()
+        wall, cpu, waited = _now(), _cpu(), run_queue_waits()
         while True:
             gevent.sleep(max(0.0, second + SAMPLE_SECONDS - _now()))
-            now, used, waiting = _now(), _cpu(), run_queue_wait()
+            now, used, waiting = _now(), _cpu(), run_queue_waits()
             percent = cpu_percent(used - cpu, now - wall)
-            wait = None if waiting is None or waited is None else cpu_percent(waiting - waited, now - wall)
+            wait = waited_percent(waited, waiting, now - wall)
             if percent is not None:
                 try:
                     self._on_sample((second, percent, wait))

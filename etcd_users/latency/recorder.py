@@ -15,6 +15,7 @@ from locust.exception import RPCError
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gevent
@@ -47,6 +48,9 @@ class LatencyRecorder:
         self._late_reports_received = False
         self._late_reports_lock = gevent.lock.Semaphore()
         self._reported_at: dict[str, float] = {}  # per worker, when its last report was made (its "at")
+        # called before this process's recorded seconds are read: requests reported in batches (the loop engine's)
+        # reach the store first, so that "covered until now" holds for them too
+        self.before_collect: list[Callable[[], None]] = []
 
     # -- reading: the merged figures so far --
 
@@ -88,6 +92,8 @@ class LatencyRecorder:
         """Fold this process's recorded seconds into the run's histograms (not on workers: theirs go to the master)."""
         if self._is_worker():
             return
+        for flush in self.before_collect:
+            flush()
         self._receive_late_last_reports()
         self.store.fold_recorded()
 

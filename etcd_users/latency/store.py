@@ -106,15 +106,38 @@ class LatencyStore:
         **_kwargs: Any,
     ) -> None:
         """Listener of Locust's ``request`` event; ``response_time`` and the intended time in ms, unrounded."""
-        now = _now()
+        intended = context.get(INTENDED_CONTEXT_KEY) if context else None
+        self.record_at(_now(), request_type, name, response_time, exception, intended)
+
+    def record_batch(self, request_type: str, results) -> None:
+        """The ready workloads' results, each at the time it ended (``etcd_users.engine.results``): (name, seconds,
+        ended at time.time() seconds, response length, error label or None, intended seconds or None)."""
+        record_at = self.record_at
+        for name, seconds, at, _length, label, intended in results:
+            record_at(at, request_type, name, seconds * 1000.0, label, None if intended is None else intended * 1000.0)
+
+    def record_at(
+        self,
+        now: float,
+        request_type: str,
+        name: str,
+        response_time: float | None,
+        exception: Any,
+        intended_ms: float | None,
+    ) -> None:
+        """One request that ended at ``now`` (time.time() seconds); latencies in ms, unrounded."""
         second = int(now)
         if second != self._open_second:
             self._roll(second)
-        if self.first_request is None:
+        last = self.last_request
+        if last is None:
+            self.first_request = self.last_request = now
+        elif now > last:
+            self.last_request = now
+        elif now < self.first_request:  # a batch of the loop's results ended before a greenlet's request
             self.first_request = now
-        self.last_request = now
         if exception is not None:
-            self._count_failure(request_type, name, context)
+            self._count_failure(request_type, name, intended_ms is not None)
             sent = now - response_time / 1000.0 if response_time else now
             timed = (name, str(exception), timeline.slot_of(sent), timeline.slot_of(now))
             self._open_timed_failures[timed] = self._open_timed_failures.get(timed, 0) + 1
@@ -127,8 +150,8 @@ class LatencyStore:
             latencies = self._open[key] = []
         latencies.append(response_time)
         latencies.append(now)  # its end, for the timeline: a service list alternates latency and end
-        if context and INTENDED_CONTEXT_KEY in context:
-            self._record_intended(request_type, name, context[INTENDED_CONTEXT_KEY])
+        if intended_ms is not None:
+            self._record_intended(request_type, name, intended_ms)
 
     def _record_intended(self, request_type: str, name: str, intended_ms: float) -> None:
         key = (request_type, name, INTENDED)
@@ -137,11 +160,11 @@ class LatencyStore:
             latencies = self._open[key] = []
         latencies.append(intended_ms)
 
-    def _count_failure(self, request_type: str, name: str, context: Any) -> None:
+    def _count_failure(self, request_type: str, name: str, scheduled: bool) -> None:
         failures = self._open_failures
         key = (request_type, name, SERVICE)
         failures[key] = failures.get(key, 0) + 1
-        if context and INTENDED_CONTEXT_KEY in context:
+        if scheduled:
             key = (request_type, name, INTENDED)
             failures[key] = failures.get(key, 0) + 1
 

@@ -23,7 +23,7 @@ from hdrh.histogram import HdrHistogram
 from etcd_users import hdr
 from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import CLIENT_BOUND_PCT, INTENDED, SERVICE
-from etcd_users.latency.client_cpu import Row
+from etcd_users.latency.client_cpu import Row, busiest
 from etcd_users.latency.store import Key
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
@@ -93,6 +93,13 @@ def shortfall_line(shortfall: Shortfall) -> str:
     )
 
 
+def users_at_rate(environment, runner) -> int:
+    """The users that send at ``--etcd-user-rate``, as the runner counts them once spawned."""
+    classes = {user_class.__name__: user_class for user_class in environment.user_classes or ()}
+    counts = getattr(runner, "target_user_classes_count", {}) or {}
+    return sum(count for name, count in counts.items() if getattr(classes.get(name), FOLLOWS_USER_RATE, False))
+
+
 def whole_seconds(start: float, end: float) -> range:
     """The whole unix seconds [T, T+1) inside [start, end)."""
     first = math.ceil(start)
@@ -138,11 +145,7 @@ class RateShortfall(FeatureHooks):
         runner = environment.runner if environment is not None else None
         if isinstance(runner, WorkerRunner) or environment.shape_class is not None or self.rate <= 0:
             return
-        classes = {user_class.__name__: user_class for user_class in environment.user_classes or ()}
-        counts = getattr(runner, "target_user_classes_count", {}) or {}
-        self.users = sum(
-            count for name, count in counts.items() if getattr(classes.get(name), FOLLOWS_USER_RATE, False)
-        )
+        self.users = users_at_rate(environment, runner)
         self.window = (time.time(), None)
 
     def on_test_stop(self, environment, **_kwargs) -> None:
@@ -160,7 +163,7 @@ class RateShortfall(FeatureHooks):
         operations = sum(self.operations.get(second, 0) for second in seconds)
         if not operations or held(planned, operations, len(seconds)):  # no operation at all: the empty run's line
             return None
-        cpu, wait = self._busiest(seconds)
+        cpu, wait = busiest(self.cpu, seconds)
         service = hdr.merge(self.recorder.store.histograms(SERVICE).values())
         intended = hdr.merge(self.recorder.store.histograms(INTENDED).values())
         return Shortfall(
@@ -174,21 +177,6 @@ class RateShortfall(FeatureHooks):
             cpu,
             wait,
         )
-
-    def _busiest(self, seconds: range) -> tuple[float | None, float | None]:
-        """The mean CPU and wait of the process that wanted the most over ``seconds``."""
-        by_process: dict[str, list[Row]] = {}
-        for row in self.cpu:
-            if row[0] in seconds:
-                by_process.setdefault(row[1], []).append(row)
-        best: tuple[float, float | None] | None = None
-        for rows in by_process.values():
-            cpu = sum(row[2] for row in rows) / len(rows)
-            waits = [row[3] for row in rows if row[3] is not None]
-            wait = sum(waits) / len(waits) if waits else None
-            if best is None or cpu + (wait or 0.0) > best[0] + (best[1] or 0.0):
-                best = (cpu, wait)
-        return best if best is not None else (None, None)
 
     def on_quit(self, **_kwargs) -> None:
         shortfall = self.judge()

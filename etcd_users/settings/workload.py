@@ -23,6 +23,7 @@ from etcd_users.ycsb import INSERT_HEADROOM, YcsbWorkload, parse_workload
 
 DEFAULT_PREFIX = "/locust-etcd/"
 CONSISTENCIES = ("l", "s")
+ENGINES = ("loop", "greenlet")  # etcd_users.engine.choice
 MIX_OPERATIONS = ("put", "range", "range/linearizable", "range/serializable", "delete", "txn-put")
 
 
@@ -128,6 +129,15 @@ class WorkloadSettings(OptionGroup):
         "l",
         "Consistency of EtcdRangeUser's reads: 'l' linearizable or 's' serializable.",
         choices=CONSISTENCIES,
+    )
+    engine: str = option(
+        "--etcd-engine",
+        "loop",
+        "How the ready workloads (put, the range users, delete, txn-put, txn-mixed, mixed, YCSB) send their requests: "
+        "'loop', each user's requests as a coroutine on the transport's loop thread, their results applied to Locust's "
+        "statistics in batches every 0.1 s; or 'greenlet', each request from the user's greenlet, handed to the loop "
+        "thread and back, as a workload of one's own always is. The run's start line says which way each class takes.",
+        choices=ENGINES,
     )
     user_rate: float = option(
         "--etcd-user-rate",

@@ -1,10 +1,11 @@
 """The bridge: grpc.aio calls run on an event loop in a native thread; Locust's greenlets wait for them.
 
-gevent-patched grpcio costs about three times the CPU of etcd's Go benchmark per request, most of it in grpcio's
-gevent integration. Running grpc.aio on its own loop (uvloop) in a real OS thread of the process, with greenlets
-handing calls over through two deques, one batched wake-up in each direction, brings the client to the Go
-tool's cost (``transport.native`` keeps gevent's stand-ins for threads, locks and sockets out of grpc's internals).
-One bridge per process, made lazily after Locust has forked (``--processes``), never at import.
+gevent-patched grpcio spends most of its CPU per request in grpcio's gevent integration. Here grpc.aio runs on its own
+loop (uvloop) in a real OS thread of the process, and greenlets hand calls over through two deques, one batched
+wake-up in each direction (``transport.native`` keeps gevent's stand-ins for threads, locks and sockets out of grpc's
+internals); ``docs/performance.md`` measures what that costs against a bare grpc.aio loop. The ready workloads skip
+the hand-off altogether: their users run on this loop (``etcd_users.engine``), and ``deliver`` carries their results
+back in batches. One bridge per process, made lazily after Locust has forked (``--processes``), never at import.
 
 Every request is timed here, on the loop thread: ``Bridge._start_unary`` takes the start, ``_on_unary_done`` the
 end (the call's status), so the hand-off between the threads is never part of a response time. The end is returned
@@ -30,6 +31,7 @@ from etcd_users.transport import native
 native.import_grpc()
 
 _start_native_thread = monkey.get_original("_thread", "start_new_thread")
+_native_thread_id = monkey.get_original("_thread", "get_native_id")
 _allocate_native_lock = monkey.get_original("_thread", "allocate_lock")
 
 # (result, error, seconds from the call's start to its status, time.perf_counter() at its status)
@@ -65,6 +67,7 @@ class Bridge:
         self._wakeup = self._hub.loop.async_()
         self._wakeup.start(self._deliver_completions)
         self._loop = _new_event_loop()
+        self.native_id: int | None = None
         self._stopped = _allocate_native_lock()
         self._stopped.acquire()
         started = _allocate_native_lock()
@@ -73,6 +76,7 @@ class Bridge:
         started.acquire()  # the loop is up within microseconds; nothing of the network is awaited here
 
     def _run_loop(self, started) -> None:
+        self.native_id = _native_thread_id()  # the client's CPU reads this thread's waits for a CPU
         asyncio.set_event_loop(self._loop)
         self._loop.call_soon(started.release)
         self._loop.run_forever()
@@ -83,6 +87,10 @@ class Bridge:
         self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self._loop.close()
         self._stopped.release()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # gevent side
 
@@ -126,8 +134,8 @@ class Bridge:
         self._wakeup_pending = False
         completions = self._completions
         while completions:
-            waiter, outcome = completions.popleft()
-            waiter.switch(outcome)
+            function, argument = completions.popleft()
+            function(argument)
 
     def close(self, cleanup: Callable[[], Awaitable] | None = None, timeout: float = 5.0) -> None:
         """Run ``cleanup`` (closing channels) on the loop, then stop the loop thread."""
@@ -199,7 +207,12 @@ class Bridge:
         self._complete(waiter, outcome)
 
     def _complete(self, waiter: Waiter, outcome: CallOutcome) -> None:
-        self._completions.append((waiter, outcome))
+        self.deliver(waiter.switch, outcome)
+
+    def deliver(self, function: Callable[[Any], None], argument: Any) -> None:
+        """Call ``function(argument)`` on the gevent thread, in its hub (where nothing may block), in the order of the
+        calls: results and completions alike, with one wake-up for all that wait."""
+        self._completions.append((function, argument))
         if not self._wakeup_pending:
             self._wakeup_pending = True
             self._wakeup.send()
@@ -217,6 +230,12 @@ def bridge() -> Bridge:
             if _bridge is None:
                 _bridge = Bridge()
     return _bridge
+
+
+def loop_thread_id() -> int | None:
+    """The operating system's id of this process's loop thread; None before its bridge is made."""
+    made = _bridge
+    return made.native_id if made is not None else None
 
 
 def close_bridge(cleanup: Callable[[], Awaitable] | None = None) -> None:

@@ -31,6 +31,7 @@ from etcd3.etcdrpc import rpc_pb2, rpc_pb2_grpc
 from etcd_users.settings import CLIENT_MAX_SEND_BYTES, Endpoint, EtcdSettings
 from etcd_users.transport import learners, membership
 from etcd_users.transport.errors import EndpointError, error_detail
+from etcd_users.transport.wire import RawKV
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ class Connection:
     def use(self, channel: grpc.aio.Channel) -> None:
         self.channel = channel
         self.kv = rpc_pb2_grpc.KVStub(channel)
+        self.raw_kv = RawKV(channel)  # bytes in and out: the ready workloads on the loop (etcd_users.engine)
         self.maintenance = rpc_pb2_grpc.MaintenanceStub(channel)
         self.cluster = rpc_pb2_grpc.ClusterStub(channel)
         self.auth = rpc_pb2_grpc.AuthStub(channel)
@@ -130,6 +132,8 @@ class EndpointPool:
         self.outage_started: float | None = None
         self.stall_seconds = min(STALL_SECONDS, settings.timeout / 2)
         self._next_connection = None
+        # while the members elect a leader (--etcd-target leader): where a request goes if none is elected in time
+        self._members_that_answer: Callable[[], Connection] | None = None
         self._reopened = 0  # streams opened again on another member: which one is next
         self._rediscovery: asyncio.Task | None = None
         self._recheck: asyncio.TimerHandle | None = None
@@ -298,7 +302,8 @@ class EndpointPool:
                     logger.warning("%s; requests wait for the new leader", problem)
                     self._last_warning = problem
                 self.leader = None
-                self._next_connection = self._wait_for_leader(itertools.cycle(self._rotation(alive)).__next__)
+                self._members_that_answer = itertools.cycle(self._rotation(alive)).__next__
+                self._next_connection = self._wait_for_leader(self._members_that_answer)
                 self._rediscover_later(_REDISCOVERY_INTERVAL)
                 self._last_discovery = time.monotonic()
                 return
@@ -308,6 +313,7 @@ class EndpointPool:
             chosen = self.connections[leader]
         else:
             chosen = self._rotation(alive)
+        self._members_that_answer = None
         self._next_connection = itertools.cycle(chosen).__next__
         self._last_discovery = time.monotonic()
         self._last_warning = ""
@@ -426,6 +432,20 @@ class EndpointPool:
             self._recheck.cancel()
         if not self._closed:
             self._recheck = asyncio.get_running_loop().call_later(delay, self.rediscover)
+
+    def connection_on_loop(self) -> Connection | None:
+        """``next_connection`` for a request made on the loop thread, which must not block: None while the members
+        elect a leader (then ``await elected_connection()``)."""
+        return self._next_connection() if self._members_that_answer is None else None
+
+    async def elected_connection(self) -> Connection:
+        """The loop thread's wait for a new leader, up to ``--etcd-timeout``, as ``next_connection`` waits on the
+        gevent thread; with none by then, the members that answer take the request (and say why it fails)."""
+        deadline = time.perf_counter() + self.settings.timeout
+        while self.leader is None and not self._closed and time.perf_counter() < deadline:
+            await asyncio.sleep(_LEADER_POLL_SECONDS)
+        members = self._members_that_answer
+        return members() if self.leader is None and members is not None else self._next_connection()
 
     async def close(self) -> None:
         # a closed pool must not look for members again: its timers would call closed channels, forever

@@ -105,3 +105,24 @@ def test_users_that_burn_their_process_make_their_level_client_bound_with_the_ad
     assert busy["bound"] == "client" and busy["verdict"] == "pass (client-bound)", busy
     assert document["client_bound_levels"] == ["ladder 2"]
     assert "(client-bound: a figure of the load generator, not etcd)" in document["summary"]
+
+
+def test_a_run_whose_client_burns_its_core_says_at_its_end_that_the_client_was_the_limit(tmp_out):
+    prefix = tmp_out / "busy"
+    result = run_locust(
+        "-f", "tests/locustfiles/busy_client.py", "--headless", "--only-summary", "-u", "2", "-r", "2", "-t", "6s",
+        "--csv", str(prefix), timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if "the client was the limit" in line]
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert "its busiest process wanted " in lines[0] and "give --processes N" in lines[0], lines[0]
+
+
+def test_a_quiet_client_says_nothing_of_being_the_limit(tmp_out):
+    result = run_locust(
+        "-f", "tests/locustfiles/busy_client.py", "--headless", "--only-summary", "-u", "1", "-r", "1", "-t", "5s",
+        "--csv", str(tmp_out / "quiet"), env={"BUSY_CLIENT_FROM_USERS": "2"}, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "the client was the limit" not in result.stderr

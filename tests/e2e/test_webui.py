@@ -128,6 +128,7 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             "etcd_target": ["round-robin", "leader"],
             "etcd_local_members": [1, 3],
             "etcd_consistency": ["l", "s"],
+            "etcd_engine": ["loop", "greenlet"],
             "etcd_arrival": ["fixed", "poisson"],
         }
         given = {"etcd_endpoints": endpoints, "etcd_cleanup": True}

@@ -84,6 +84,7 @@ def test_good_values_keep_their_types_and_choices_reach_the_form():
         "etcd_target": ("round-robin", "leader"),
         "etcd_local_members": (1, 3),
         "etcd_consistency": ("l", "s"),
+        "etcd_engine": ("loop", "greenlet"),
         "etcd_arrival": ("fixed", "poisson"),
     }
 

@@ -251,6 +251,7 @@ BAD_OPTIONS = [
     bad("etcd_ycsb", "G", "--etcd-ycsb: 'G' is not one of YCSB's core workloads; give one of A, B, C, D, E, F"),
     bad("etcd_ycsb", LONG, f"--etcd-ycsb: {SHORT_LONG} is not one of YCSB's core workloads"),
     bad("etcd_arrival", "burst", "--etcd-arrival: 'burst' is not one of: fixed, poisson"),
+    bad("etcd_engine", "thread", "--etcd-engine: 'thread' is not one of: loop, greenlet"),
     bad("etcd_range_keys", 0, "--etcd-range-keys: 0 must be greater than zero"),
     bad("etcd_range_keys", 10001, "--etcd-range-keys: 10001 consecutive keys do not fit in --etcd-key-space-size "
         "10000; give at most 10000 or a larger key space"),

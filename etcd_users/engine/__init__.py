@@ -1,0 +1,7 @@
+"""The ready workloads on the transport's loop thread: each user's request loop a coroutine there, its results
+applied to Locust's statistics in batches (``--etcd-engine loop``, the default).
+
+``choice`` says which way each User class takes; ``user_loop`` keeps a user's greenlet and its coroutine together;
+``workloads`` are the ready workloads' operations and their loop, ``client`` their calls; ``results`` carries the
+results to Locust's ``request`` listeners (``locust_stats``: Locust's own statistics, logged in batches).
+"""
