@@ -60,9 +60,9 @@ def per_request_ns(case: str, listener: bool, calls: int, batch: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.batch_cost", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=200_000, help="requests per measurement (default 200,000)")
+    parser.add_argument("--calls", type=int, default=100_000, help="requests per measurement (default 100,000)")
     parser.add_argument("--batch", type=int, default=1_500, help="results per batch (default 1,500: 0.1 s at 15k/s)")
-    parser.add_argument("--repeat", type=int, default=5, help="measurements per case; the best is shown (default 5)")
+    parser.add_argument("--repeat", type=int, default=3, help="measurements per case; the best is shown (default 3)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = parser.parse_args(argv)
     figures = {}

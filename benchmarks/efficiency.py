@@ -189,7 +189,8 @@ class Runs:
             "-t", f"{math.ceil(self.window)}s",
             "--etcd-endpoints", self.endpoint,
             "--etcd-conns", str(conns),
-            "--etcd-engine", args.engine,
+            # the default goes unsaid: a --baseline-repo from before the engine has no such option
+            *(("--etcd-engine", args.engine) if args.engine != "loop" else ()),
             *(("--etcd-user-rate", repr(args.rate / args.users)) if args.rate > 0 else ()),
             *locust_etcd_flags(),
             USER_CLASSES[op],

@@ -101,8 +101,40 @@ def known_bug_lines(versions: list[str], checks: frozenset[str] = frozenset(CONS
     return lines
 
 
-def warn_known_bugs(versions: list[str]) -> None:
-    """A warning per version and check with known bugs, at start: what a kill, a restart or a watch may then find."""
+# the disruptions that start a member again on its data (etcd_users.settings.disruption_actions): the data bugs' cause
+RESTARTING_ACTIONS = frozenset({"kill", "restart", "upgrade", "rollback", "replace"})
+
+
+def run_line(version: str, restarts: bool) -> str | None:
+    """One line of what ``version``'s known bugs mean for a run that does (``restarts``) or does not start members
+    again on their data; None when it has none."""
+    bugs = known_bugs(version)
+    if not bugs:
+        return None
+    families = []
     for check, consequence in CONSEQUENCES.items():
-        for name in known_bug_names(versions, frozenset({check})):
-            logger.warning("%s: %s (see the audit's docs)", name, consequence)
+        issues = [bug.issue for bug in bugs if bug.check == check]
+        if issues:
+            families.append(f"{consequence} ({', '.join(issues)})")
+    data = any(bug.check == DATA for bug in bugs)
+    if not data:
+        meaning = "a watch check that fails on that is etcd's bug, and the audit's line names it"
+    elif restarts:
+        meaning = (
+            "this run restarts members, so a divergence the audit finds may be etcd's bug, which its line then names"
+        )
+    else:
+        meaning = "this run restarts no member: only a member killed from outside could diverge"
+    return (
+        f"etcd {version.lstrip('v')} has {'known bugs' if len(bugs) > 1 else 'a known bug'}: {'; '.join(families)}; "
+        f"{meaning} (Getting started: "
+        "etcd's known bugs)"
+    )
+
+
+def warn_known_bugs(versions: list[str], restarts: bool = False) -> None:
+    """One warning per version with known bugs, at start: what they mean for this run."""
+    for version in dict.fromkeys(v for v in versions if v):
+        line = run_line(version, restarts)
+        if line is not None:
+            logger.warning("%s", line)

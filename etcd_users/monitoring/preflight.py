@@ -22,7 +22,7 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.keys import prefix_range_end
-from etcd_users.known_bugs import warn_known_bugs
+from etcd_users.known_bugs import RESTARTING_ACTIONS, warn_known_bugs
 from etcd_users.monitoring.server_metrics import (
     DB_SIZE,
     FSYNC,
@@ -255,5 +255,6 @@ def report(settings: EtcdSettings, with_probe: Callable) -> list[MemberReport]:
     for member in reports:
         for level, message in report_lines(member):
             logger.log(level, "%s", message)
-    warn_known_bugs([member.version for member in reports])
+    restarts = any(disruption.action in RESTARTING_ACTIONS for disruption in settings.disruptions.schedule)
+    warn_known_bugs([member.version for member in reports], restarts)
     return reports

@@ -92,11 +92,15 @@ class KeySkew(FeatureHooks):
 
 
 def skew_line(counted: dict) -> str:
-    """``keys: 4000 puts to 640 keys, 39.8% of them to the hottest 1% (10 keys) of the 1000; in theory 39.8%``"""
+    """``key skew: 4000 puts by etcd's count to 640 keys, 39.8% of them to the hottest 1% (10 keys) of the 1000; …``
+
+    etcd's count is not Locust's: it is the keys' versions, so it takes every client's puts under the prefix and a
+    put that failed after etcd applied it, and leaves out a key's puts before a delete."""
     return (
-        f"keys: {counted['writes']} puts to {counted['keys_written']} keys, {100.0 * counted['hottest_share']:.1f}% of "
-        f"them to the hottest 1% ({counted['hottest_keys']} keys) of the {counted['key_space_size']}; drawn "
-        f"{counted['distribution']}, in theory {100.0 * counted['theoretical_share']:.1f}%"
+        f"key skew: {counted['writes']} puts by etcd's count (the keys' versions, not Locust's requests) to "
+        f"{counted['keys_written']} keys, {100.0 * counted['hottest_share']:.1f}% of them to the hottest 1% "
+        f"({counted['hottest_keys']} keys) of the {counted['key_space_size']}; drawn {counted['distribution']}, in "
+        f"theory {100.0 * counted['theoretical_share']:.1f}%"
     )
 
 

@@ -43,7 +43,7 @@ def test_a_read_run_measures_its_whole_run_time_after_the_key_space_is_written(e
     assert float(row["Last"]) - float(row["First"]) > 3
     # the fill's puts are no request of the run, nor puts of its keys line: a read run wrote nothing
     assert {request["name"] for request in summary["requests"]} == {"range/serializable", "Aggregated"}
-    assert summary["skew"] is None and "keys: " not in result.stderr
+    assert summary["skew"] is None and "key skew: " not in result.stderr
     assert EMPTY_LINE not in result.stderr and RATE_LINE not in result.stderr
 
 

@@ -63,6 +63,9 @@ def test_zipfian_puts_concentrate_on_the_hottest_keys_as_theory_says(etcd1, tmp_
     assert 0.99 * written <= counted["writes"] <= written and counted["hottest_keys"] == 10
     assert counted["hottest_share"] == pytest.approx(share, abs=0.01)
     assert f"{100 * counted['hottest_share']:.1f}% of them to the hottest 1% (10 keys) of the 1000" in result.stderr
+    assert f"key skew: {counted['writes']} puts by etcd's count (the keys' versions, not Locust's requests)" in (
+        result.stderr
+    )
 
 
 @pytest.mark.slow

@@ -311,3 +311,24 @@ def test_the_pages_commands_run_the_project_s_tools_from_the_venv_as_printed():
         )
     ]
     assert found == []
+
+
+NAMED_FLAG = re.compile(r"--(?:etcd|shape)-[a-z0-9-]*[a-z0-9]")
+
+
+def unknown_flags(pages: dict[str, str], known: set[str]) -> dict[str, list[str]]:
+    """The --etcd-*/--shape-* names each page mentions that no option has: a page that sends a reader to an option
+    that does not exist."""
+    found = {page: sorted(set(NAMED_FLAG.findall(text)) - known) for page, text in pages.items()}
+    return {page: names for page, names in found.items() if names}
+
+
+def test_every_option_the_readme_and_the_docs_name_exists():
+    pages = {str(path.relative_to(REPO)): path.read_text() for path in [REPO / "README.md", *REPO.glob("docs/**/*.md")]}
+    assert len(pages) > 20 and sum(len(NAMED_FLAG.findall(text)) for text in pages.values()) > 500
+    assert unknown_flags(pages, tool_flags()) == {}
+
+
+def test_the_option_check_finds_a_made_up_name():
+    page = "Compact with `--etcd-compaction 5s`, or `--etcd-compact-interval 5s`; `--shape-ladder 1,2`."
+    assert unknown_flags({"page.md": page}, tool_flags()) == {"page.md": ["--etcd-compaction"]}
