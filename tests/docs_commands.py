@@ -280,12 +280,18 @@ def _python_variant(args: list[str]) -> tuple[list[str], str, str]:
             args[4:] = [str(Path(p).relative_to(REPO)) if Path(p).is_absolute() else p for p in expanded]
     if module in ("analysis", "etcd_users.analysis"):
         args = [re.sub(r"^--warmup=\d+(\.\d+)?$", "--warmup=1", arg) for arg in args]
-    if module == "benchmarks.efficiency":
+    if module == "benchmarks.efficiency":  # this tool and the floor only: the Go tool and another checkout are by hand
+        _drop_option(args, "--go-benchmark")
+        _drop_option(args, "--baseline-repo")
         for option, value in (("--seconds", "1"), ("--warmup", "0.5"), ("--repeat", "1"), ("--ops", "put")):
             _set_option(args, option, value)
         _set_option(args, "--conns", "1")
     if module == "benchmarks.concurrency":
         for option, value in (("--users", "200"), ("--base-users", "20"), ("--rate", "100"), ("--seconds", "1")):
+            _set_option(args, option, value)
+        _set_option(args, "--repeat", "1")
+    if module == "benchmarks.processes":
+        for option, value in (("--rate", "100"), ("--users", "8"), ("--seconds", "2"), ("--warmup", "1")):
             _set_option(args, option, value)
         _set_option(args, "--repeat", "1")
     if module == "benchmarks.ladder":  # this tool's side only: the Go tool is built by hand
