@@ -353,6 +353,23 @@ def log_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
 
 
+def run_and_report(program: str, args: argparse.Namespace, run, report) -> int:
+    """``run(args, logs)`` in a log folder of its own, ``report(result)`` printed, then ``finish``; a benchmark's
+    failure or an interrupt ends it with its one line and the logs kept."""
+    logs = log_dir(f"locust-etcd-{program.removeprefix('benchmarks.').replace('_', '-')}-")
+    try:
+        with stop_signals_interrupt():
+            result = run(args, logs)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{program}: interrupted; logs in {logs}\n")
+        return 130
+    except BenchmarkError as error:
+        sys.stderr.write(fail_line(program, error) + "\n")
+        return 1
+    sys.stdout.write(report(result) + "\n")
+    return finish(program, args, result, logs)
+
+
 def finish(program: str, args: argparse.Namespace, result: dict, logs: Path) -> int:
     """Write ``--json`` and keep the runs' logs only with ``--keep-logs``; the exit status."""
     if args.json:

@@ -27,15 +27,12 @@ from benchmarks._common import (
     Compactor,
     child,
     child_environment,
-    fail_line,
-    finish,
     local_etcd,
     locust_etcd_flags,
-    log_dir,
     machine,
     machine_lines,
     positive_ints,
-    stop_signals_interrupt,
+    run_and_report,
 )
 
 PROGRAM = "benchmarks.processes"
@@ -164,19 +161,7 @@ def report(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    logs = log_dir("locust-etcd-processes-")
-    try:
-        with stop_signals_interrupt():
-            result = run(args, logs)
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROGRAM}: interrupted; logs in {logs}\n")
-        return 130
-    except BenchmarkError as error:
-        sys.stderr.write(fail_line(PROGRAM, error) + "\n")
-        return 1
-    sys.stdout.write(report(result) + "\n")
-    return finish(PROGRAM, args, result, logs)
+    return run_and_report(PROGRAM, parse_args(argv), run, report)
 
 
 if __name__ == "__main__":
