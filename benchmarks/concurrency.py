@@ -44,7 +44,7 @@ from benchmarks._common import (
 )
 
 PROGRAM = "benchmarks.concurrency"
-RATIO_TARGET = 1.3
+RATIO_TARGET = 1.2
 SPAWN_SECONDS = 5.0  # the spawn rate is chosen to bring every user up in about this long
 SETTLE_SECONDS = 3.0  # after the last user is up, before the window opens
 RUN_SLACK_SECONDS = 60.0  # Locust's own bound (-t) beyond spawning and the window: the harness stops it first
