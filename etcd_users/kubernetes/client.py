@@ -10,7 +10,9 @@
   ``k8s: conflict`` of its request name (not an etcd error), and the object's current revision is kept;
 - watch: one Watch stream per process, with a watcher on each resource's prefix from the revision of its first
   list (kube-apiserver's watch cache); one ``k8s/watch`` row per event of this process's writes, timed from the
-  write's acknowledgement to the event's arrival, both on the transport's loop thread.
+  write's acknowledgement to the event's arrival, both on the transport's loop thread. A broken stream resumes on
+  another member from each watcher's last revision, as kube-apiserver's reflector does; a resource is listed again
+  (``k8s/list``) only when etcd says its watcher's revision was compacted, and the relists are counted.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -21,6 +23,7 @@ import logging
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 
 import gevent
 import gevent.lock
@@ -32,6 +35,7 @@ from etcd_users.client import REQUEST_TYPE, EtcdClient
 from etcd_users.kubernetes.layout import (
     Layout,
     ObjectPool,
+    Resource,
     ValueSource,
     WatchLatencies,
     WeightedChoice,
@@ -41,6 +45,7 @@ from etcd_users.kubernetes.layout import (
 )
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import Connection, EndpointPool
+from etcd_users.transport.streams import ResumingStreams
 from etcd_users.transport.watch_counts import WatchCounts
 
 logger = logging.getLogger(__name__)
@@ -74,90 +79,144 @@ async def list_keys(pool: EndpointPool, start: bytes, end: bytes) -> list[tuple[
         start = response.kvs[-1].key + b"\0"
 
 
-class ResourceWatch:
+class _Watcher:
+    """One resource's watcher: its range, where it started, and the revision and key of its latest event."""
+
+    __slots__ = ("range_end", "start", "latest", "last_key")
+
+    def __init__(self, range_end: bytes, start: int) -> None:
+        self.range_end = range_end
+        self.start = start
+        self.latest = 0
+        self.last_key = b""
+
+    @property
+    def resume_from(self) -> int:
+        """Where a stream opened again creates it: after its latest event, or where it was asked to start."""
+        return self.latest + 1 if self.latest else self.start
+
+
+class ResourceWatch(ResumingStreams):
     """The process's Watch stream, one watcher per resource prefix; lives on the loop thread.
 
-    ``watched`` (read by the gevent thread) holds the prefixes with a watcher created or being created; a watcher etcd
-    cancels (its start was compacted) leaves it, and the next list of that resource creates it again. A stream that
-    breaks is not resumed: as kube-apiserver's reflector does, the next list opens another.
+    ``watched`` (read by the gevent thread) holds the prefixes with a watcher created or being created. A stream that
+    breaks (its member killed, cut off, or gone) is opened again on another member, each watcher from the revision after
+    its latest event, as kube-apiserver's reflector resumes a watch from its last resource version: no list, nothing
+    missed. Only a watcher etcd cancels because its revision was compacted (kube-apiserver's "too old resource
+    version") leaves ``watched``, and its prefix goes to ``relists``: the gevent side lists the resource again and
+    watches it from there (counted as a relist).
 
     Each watcher's events are checked as the audit's prefix watchers' are (``watchers.streams``): never below its
-    previous revision, never its previous event again, a revision never split over two responses; the counts are
-    added to ``counts`` once, when the stream ends.
+    previous revision, never its previous event again, a revision never split over two responses, across a resumed
+    stream too; the counts (with the streams resumed and the relists) are added to ``counts`` once, when the watch is
+    cancelled.
     """
 
-    def __init__(self, connection: Connection, latencies: WatchLatencies, counts: WatchCounts | None = None) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        latencies: WatchLatencies,
+        counts: WatchCounts | None = None,
+        reopen: Callable[[Connection], Connection] | None = None,
+    ) -> None:
+        super().__init__(connection, 1, reopen)
         self.watched: set[bytes] = set()
-        self.broken = False
+        self.relists: deque[bytes] = (
+            deque()
+        )  # prefixes to list and watch again, appended here, taken by the gevent side
         self._latencies = latencies
         self._counts = counts
-        self._latest: dict[int, tuple[int, bytes]] = {}  # watch id -> its latest event's revision and key
+        self._watchers: dict[bytes, _Watcher] = {}
         self._judged = WatchCounts()  # ordered, unique, atomic, as each response is judged
-        self._call = connection.watch.Watch(metadata=connection.metadata)
-        self._creating: deque[bytes] = deque()
-        self._ids: dict[int, bytes] = {}
-        self._cancelled = False
-        self._writing = asyncio.Lock()
-        self._reader = asyncio.get_running_loop().create_task(self._read())
+        self._created: set[bytes] = set()  # every prefix the watch ever had a watcher on
+        self._relisted = 0
+        self._creating: deque[bytes] = deque()  # the prefixes of the creations sent on the stream, in their order
+        self._ids: dict[int, bytes] = {}  # the stream's watch ids
+        self._writing = asyncio.Lock()  # a stream takes one write at a time
+        self._reader = asyncio.get_running_loop().create_task(self._read(0))
+
+    @property
+    def broken(self) -> bool:
+        """Cancelled: the process opens another on its next watch."""
+        return self._cancelled
 
     async def add(self, prefix: bytes, range_end: bytes, start_revision: int) -> None:
         """Create a watcher (the gevent side has put ``prefix`` in ``watched`` already)."""
-        create = rpc_pb2.WatchCreateRequest(key=prefix, range_end=range_end, start_revision=start_revision)
-        async with self._writing:  # a stream takes one write at a time
-            if self.broken:
+        async with self._writing:
+            if self._cancelled or prefix in self._watchers:
                 return
+            self._watchers[prefix] = _Watcher(range_end, start_revision)
             self._creating.append(prefix)
             try:
-                await self._call.write(rpc_pb2.WatchRequest(create_request=create))
+                await self._write_create(self._calls[0], prefix)
             except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                pass  # the stream ended: its reader tells why, and the next list opens another
+                pass  # the stream broke: the stream opened again creates it
 
-    async def _read(self) -> None:
+    async def _create(self, call, stream: int) -> None:
+        """Every watcher again on a stream opened again, each from the revision after its latest event."""
+        async with self._writing:
+            self._creating.clear()
+            self._ids.clear()
+            for prefix in list(self._watchers):
+                self._creating.append(prefix)
+                await self._write_create(call, prefix)
+
+    async def _write_create(self, call, prefix: bytes) -> None:
+        watcher = self._watchers[prefix]
+        create = rpc_pb2.WatchCreateRequest(key=prefix, range_end=watcher.range_end, start_revision=watcher.resume_from)
+        await call.write(rpc_pb2.WatchRequest(create_request=create))
+
+    async def _read_events(self, call, stream: int) -> None:
         arrivals, errors = self._latencies.arrivals, self._latencies.errors
-        try:
-            async for response in self._call:
-                now = time.perf_counter()
-                if response.created and self._creating:
-                    self._ids[response.watch_id] = self._creating.popleft()
-                if response.canceled:
-                    self.watched.discard(self._ids.get(response.watch_id, b""))
-                    errors.append(response.cancel_reason or (COMPACTED_LABEL if response.compact_revision else ""))
-                if response.events:
-                    self._judge(response.watch_id, response.events)
-                for event in response.events:
-                    kv = event.kv
-                    arrivals.append((kv.mod_revision, now, kv.key, event.type == _DELETE))
-        except grpc.aio.AioRpcError as error:
-            if not self._cancelled:
-                errors.append(error_label(error))
-        except asyncio.CancelledError:
-            pass
-        finally:
-            self.broken = True
-            self.watched.clear()
-            self._add_counts()
+        async for response in call:
+            now = time.perf_counter()
+            if response.created and self._creating:
+                prefix = self._ids[response.watch_id] = self._creating.popleft()
+                self._created.add(prefix)
+            if response.canceled:
+                self._cancelled_by_etcd(response, errors)
+            if not response.events:
+                continue
+            watcher = self._watchers.get(self._ids.get(response.watch_id, b""))
+            if watcher is not None:
+                watcher.latest = self._judged.judge(response.events, watcher.latest, watcher.last_key)
+                watcher.last_key = response.events[-1].kv.key
+            for event in response.events:
+                kv = event.kv
+                arrivals.append((kv.mod_revision, now, kv.key, event.type == _DELETE))
 
-    def _judge(self, watch_id: int, events) -> None:
-        previous, last_key = self._latest.get(watch_id, (0, b""))
-        self._latest[watch_id] = (self._judged.judge(events, previous, last_key), events[-1].kv.key)
+    def _cancelled_by_etcd(self, response, errors: deque[str]) -> None:
+        """A watcher etcd ended: its prefix is watched no more; after a compaction of its revision, listed again."""
+        prefix = self._ids.pop(response.watch_id, None)
+        if prefix is None:
+            return
+        self._watchers.pop(prefix, None)
+        self.watched.discard(prefix)
+        errors.append(response.cancel_reason or (COMPACTED_LABEL if response.compact_revision else ""))
+        if response.compact_revision:
+            self._relisted += 1
+            self.relists.append(prefix)
 
     def _add_counts(self) -> None:
         counts, self._counts = self._counts, None
-        if counts is not None and self._ids:
+        if counts is not None and self._created:
             counts.add(
                 WatchCounts(
-                    watchers=len(self._ids),
+                    watchers=len(self._created),
                     in_order=self._judged.in_order,
                     disordered=self._judged.disordered,
                     repeated=self._judged.repeated,
                     split=self._judged.split,
+                    resumed=sum(self._reopened),
+                    relisted=self._relisted,
                 )
             )
 
     def cancel(self) -> None:
         self._cancelled = True
-        self._call.cancel()
-        self._add_counts()  # now: the audit reads them once the users stopped, before this stream's reader ends
+        self._calls[0].cancel()
+        self._reader.cancel()
+        self._add_counts()  # now: the audit reads them once the users stopped
 
 
 class KubernetesState:
@@ -182,6 +241,10 @@ class KubernetesState:
         self.watch: ResourceWatch | None = None
         self._lock = gevent.lock.Semaphore()
         self._resource_start = len(settings.prefix)  # where the resource's name starts in a key
+
+    def resource_at(self, prefix: bytes) -> Resource:
+        """The resource whose objects live under ``prefix``."""
+        return next(resource for resource in self.layout.resources if resource.prefix == prefix)
 
     def ensure_objects(self) -> dict[str, ObjectPool]:
         """The objects that exist, learnt once per process with a keys-only list of each resource (not reported)."""
@@ -228,8 +291,11 @@ class KubernetesState:
         with self._lock:  # opening the stream yields to other users, which must not open one too
             watch = self.watch
             if watch is None or watch.broken:
-                connection = self.session.pool.next_connection()
-                self.watch = watch = bridge.run(_open_watch, connection, self.latencies, self.counts)
+                pool = self.session.pool
+                connection = pool.next_connection()
+                self.watch = watch = bridge.run(
+                    _open_watch, connection, self.latencies, self.counts, pool.another_connection
+                )
             if prefix in watch.watched:
                 return
             watch.watched.add(prefix)  # at once: the process's other users do not ask for it again
@@ -241,8 +307,13 @@ class KubernetesState:
             self.watch = None
 
 
-async def _open_watch(connection: Connection, latencies: WatchLatencies, counts: WatchCounts | None) -> ResourceWatch:
-    return ResourceWatch(connection, latencies, counts)
+async def _open_watch(
+    connection: Connection,
+    latencies: WatchLatencies,
+    counts: WatchCounts | None,
+    reopen: Callable[[Connection], Connection],
+) -> ResourceWatch:
+    return ResourceWatch(connection, latencies, counts, reopen)
 
 
 def _add_watcher(watch: ResourceWatch, prefix: bytes, range_end: bytes, revision: int) -> None:
@@ -302,6 +373,9 @@ class KubernetesClient(EtcdClient):
         pools = state.pools or self._prepared(state.ensure_objects)
         if pools is None:
             return
+        watch = state.watch
+        if watch is not None and watch.relists:
+            self.relist(watch.relists.popleft())
         ratio = state.k8s.rw_ratio
         if self._random() * (1.0 + ratio) < ratio:
             self._reads[state.read_mix()]()
@@ -377,6 +451,19 @@ class KubernetesClient(EtcdClient):
         resource = state.uniform()
         revision = self.list(resource)
         if revision is None:
+            return
+        state.revision = max(state.revision, revision)
+        state.watch_from(resource.prefix, resource.range_end, revision + 1)
+
+    def relist(self, prefix: bytes) -> None:
+        """etcd compacted the revision of the resource's watcher: listed again and watched from the list's revision, as
+        kube-apiserver's reflector relists after "too old resource version" (tried again next when the list fails)."""
+        state = self.k8s
+        resource = state.resource_at(prefix)
+        revision = self.list(resource)
+        if revision is None:
+            if state.watch is not None:
+                state.watch.relists.appendleft(prefix)
             return
         state.revision = max(state.revision, revision)
         state.watch_from(resource.prefix, resource.range_end, revision + 1)

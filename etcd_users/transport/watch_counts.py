@@ -25,6 +25,7 @@ class WatchCounts:
     # had said every event up to it was sent
     ahead: int = 0
     resumed: int = 0  # streams that broke and were opened again, each watcher from the revision after its last event
+    relisted: int = 0  # watchers etcd cancelled because their revision was compacted, listed and watched again
     prev_kv_checked: int = 0  # events whose prevKV could be checked against the key's version delivered before
     prev_kv_wrong: int = 0  # and of those, prevKVs that were not that version (or present after a delete)
 
@@ -70,6 +71,8 @@ class WatchCounts:
             text += f", {self.prev_kv_wrong:,} of {self.prev_kv_checked:,} prevKV wrong"
         if self.resumed:
             text += f" ({self.resumed:,} streams resumed after they broke)"
+        if self.relisted:
+            text += f" ({self.relisted:,} relists after etcd compacted a watcher's revision)"
         if self.broken:
             text += f" ({self.broken:,} watchers cancelled by etcd, not judged)"
         if self.owed:

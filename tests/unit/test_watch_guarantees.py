@@ -256,6 +256,43 @@ def test_a_kubernetes_resource_watch_counts_the_guarantees_its_watchers_break():
     assert (counts.watchers, counts.in_order, counts.repeated, counts.split, counts.disordered) == (1, 4, 1, 1, 1)
 
 
+def test_a_kubernetes_watch_resumes_a_broken_stream_from_each_resource_s_next_revision_and_relists_only_a_compacted():
+    from etcd_users.kubernetes.client import ResourceWatch
+    from etcd_users.kubernetes.layout import WatchLatencies
+
+    pods, nodes = b"/registry/pods/", b"/registry/minions/"
+
+    async def scenario() -> tuple[WatchCounts, list[int], list[bytes], set[bytes]]:
+        first, other, counts = Connection(1), Connection(1), WatchCounts()
+        watch = ResourceWatch(first, WatchLatencies(horizon=10), counts, lambda broken: other)
+        watch.watched.update((pods, nodes))  # as the gevent side does before it adds them
+        await watch.add(pods, b"/registry/pods0", 11)
+        await watch.add(nodes, b"/registry/minions0", 11)
+        for response in (created(0), created(1), event(0, 11, pods + b"a"), event(0, 13, pods + b"b"), None):
+            first.streams[0].responses.put_nowait(response)  # the member goes: the stream ends
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if len(other.streams[0].written) == 2:
+                break
+        # pods resume after their last event, nodes (no event yet) where they were asked to; then etcd compacts
+        # the nodes' revision: that resource alone is listed again
+        compacted = rpc_pb2.WatchResponse(watch_id=6, canceled=True, compact_revision=12)
+        for response in (created(5, 13), created(6, 13), event(5, 14, pods + b"a"), compacted):
+            other.streams[0].responses.put_nowait(response)
+        await settle()
+        relists, watched = list(watch.relists), set(watch.watched)
+        watch.cancel()
+        return counts, [request.create_request.start_revision for request in other.streams[0].written], relists, watched
+
+    counts, starts, relists, watched = asyncio.run(scenario())
+    assert starts == [14, 11]
+    assert relists == [nodes] and watched == {pods}
+    assert (counts.watchers, counts.resumed, counts.relisted, counts.in_order, counts.violations) == (2, 1, 1, 3, 0)
+    assert counts.describe().endswith(
+        "(1 streams resumed after they broke) (1 relists after etcd compacted a watcher's revision)"
+    )
+
+
 def value_at(revision: int) -> bytes:
     return b"v%d" % revision
 
