@@ -29,7 +29,7 @@ from etcd_users.local import (
 )
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.settings.connection import LOCAL_BINARY_FLAG
-from etcd_users.settings.disruption_actions import UPGRADE_FLAG
+from etcd_users.settings.disruption_actions import ACTIONS, UPGRADE_FLAG
 from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG, ZONE_RTT_FLAG, ZONES_FLAG
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail
@@ -79,6 +79,7 @@ class TargetCluster:
         if self.local is not None:  # the web UI's form may bring another
             upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, self.local.binary)
             self.local.upgrade_binary = upgrade.path if upgrade else None
+            _check_proxy(self.local, settings)
         return settings
 
     def _start_local(self, settings: EtcdSettings) -> LocalCluster:
@@ -96,7 +97,7 @@ class TargetCluster:
             binary.version,
             binary.path,
             ", pprof on" if enable_pprof else "",
-            _network(cluster),
+            _network(cluster, settings),
             ",".join(cluster.endpoints),
             cluster.describe_space(),  # quota and auto-compaction (etcd_users.local.space)
             f"; upgrades to etcd {upgrade.version} at {upgrade.path}" if upgrade else "",
@@ -109,10 +110,22 @@ class TargetCluster:
             self.local = None
 
 
-def _network(cluster: LocalCluster) -> str:
+def _check_proxy(cluster: LocalCluster, settings: EtcdSettings) -> None:
+    """A schedule that acts in the peer proxy on a local etcd started without it (a web UI run after one without)."""
+    item = settings.disruptions.in_proxy
+    if item is not None and cluster.peer_links is None:
+        raise SettingsError(
+            f"--etcd-disrupt: {shown(item.text)} {ACTIONS[item.action].in_proxy} in the peer proxy, and the local etcd "
+            f"started without it; start the tool again with this schedule, or with {PEER_RTT_FLAG} 0ms"
+        )
+
+
+def _network(cluster: LocalCluster, settings: EtcdSettings) -> str:
     """The members' network and raft timing in a few words, when they are not the defaults."""
     network = cluster.describe_peer_network()
     words = f", {network}" if network else ""
+    if network and settings.local_peer_rtt is None:  # started for the schedule
+        words += f" (for {settings.disruptions.in_proxy.text})"
     if (cluster.heartbeat_ms, cluster.election_ms) != (HEARTBEAT_INTERVAL_MS, ELECTION_TIMEOUT_MS):
         words += f", heartbeat {cluster.heartbeat_ms} ms, election timeout {cluster.election_ms} ms"
     return words

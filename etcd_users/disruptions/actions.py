@@ -88,6 +88,21 @@ def resolve(member: str, statuses: list[MemberStatus]) -> list[MemberStatus]:
     return named
 
 
+def resolve_pair(source: str, target: str, statuses: list[MemberStatus]) -> tuple[MemberStatus, MemberStatus]:
+    """The two members ``A->B`` names now, never one twice: B, when it is ``follower``, a follower other than A."""
+    first = resolve(source, statuses)[0]
+    if target == FOLLOWER:
+        others = [s for s in _followers(statuses) if s.member_id != first.member_id]
+        if not others:
+            raise ActionError(f"no follower other than {first.endpoint.url} answers")
+        second = others[0]
+    else:
+        second = resolve(target, statuses)[0]
+    if second.member_id == first.member_id:
+        raise ActionError(f"{source} and {target} are one member now ({first.endpoint.url})")
+    return first, second
+
+
 async def member_statuses(pool: EndpointPool) -> list[MemberStatus]:
     return await pool.status(STATUS_TIMEOUT_S)
 

@@ -6,12 +6,17 @@ each timed from its request, through etcd's Cluster API (``cluster_api``: passin
 removed stops by itself (etcd: "the member has been permanently removed from the cluster"). The pool of each process
 follows the membership (``transport.membership``): a removed member and a learner get no load, a promoted member the
 tool added gets its share.
+
+A learner the run added and never promoted is removed when the run stops (``remove_learners_left``): etcd allows one
+learner at a time, and the next run's add-learner would be refused; the log says so, or why it stays.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import time
 from collections.abc import Callable
+
+import grpc
 
 from etcd_users.disruptions.actions import ActionError, Done, leader_of, resolve
 from etcd_users.disruptions.cluster_api import (
@@ -28,6 +33,7 @@ from etcd_users.disruptions.member_steps import Refused, said_times, start_on
 from etcd_users.local import LocalCluster
 from etcd_users.settings.disruption_schedule import Disruption
 from etcd_users.transport import learners
+from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import MemberStatus
 
 MIB = 1024 * 1024
@@ -39,9 +45,12 @@ def add_learner(cluster: LocalCluster, statuses: list[MemberStatus], disruption:
     with ``--initial-cluster-state existing``, healthy, and caught up with the leader's commit index; the bytes it
     received from its peers on the way."""
     refusals: dict[str, int] = {}
-    index = cluster.add_member()
+    index = cluster.add_member(disruption.value)
     url, peer = cluster.endpoints[index], cluster.peer_url(index)
-    step = {"member": url, "refusals": refusals}
+    step = {"member": url, "peer_url": peer, "refusals": refusals}
+    zone = cluster.zone(index)
+    if zone is not None:
+        step["zone"] = zone
     done.steps.append(step)
     done.members.append(url)
     done.start()
@@ -64,9 +73,11 @@ def add_learner(cluster: LocalCluster, statuses: list[MemberStatus], disruption:
         step["received_bytes"] = received
     step["members_after"] = listed(members_once(call, lambda members: any(m.ID == new_id for m in members)))
     bytes_said = f"; {received / MIB:.2f} MiB received from its peers" if received is not None else ""
+    in_zone = f" in zone {zone}" if zone is not None else ""
     done.result = (
-        f"add-learner: {url} member {step['new_id']} added as a learner ({said_times(step, _ADD_TIMES, 'asked_at')} "
-        f"after the request{bytes_said}{refused_text(step)}){members_after(step)}"
+        f"add-learner: {url} member {step['new_id']} added as a learner{in_zone} "
+        f"({said_times(step, _ADD_TIMES, 'asked_at')} after the request{bytes_said}{refused_text(step)})"
+        f"{members_after(step)}"
     )
 
 
@@ -117,3 +128,31 @@ def remove(statuses: list[MemberStatus], disruption: Disruption, done: Done, cal
         f"remove: {url}{leader} member {step['id']} removed in {step['removed_at'] - step['asked_at']:.2f} s"
         f"{refused_text(step)}{members_after(step)}"
     )
+
+
+def remove_learners_left(call: Callable, added: list[dict]) -> list[str]:
+    """The learners among the members the run added (add-learner's steps) removed from the cluster, one line each,
+    or why one stays: etcd allows one learner at a time."""
+    ours = {step["peer_url"]: step["member"] for step in added if "peer_url" in step}
+    if not ours:
+        return []
+    try:
+        members = member_list(call)
+    except (ActionError, grpc.aio.AioRpcError, TimeoutError, EndpointError) as error:
+        why = error_label(error) if isinstance(error, (grpc.aio.AioRpcError, TimeoutError)) else str(error)
+        return [f"{', '.join(ours.values())} may be left as a learner: etcd refused the member list ({why})"]
+    lines = []
+    for member in members:
+        url = next((ours[peer] for peer in member.peerURLs if peer in ours), None)
+        if url is None or not member.isLearner:
+            continue
+        try:
+            until_done(call, url, "MemberRemove", learners.MemberRemoveRequest(ID=member.ID), {})
+        except (ActionError, EndpointError) as error:
+            lines.append(f"{url} member {hex_id(member.ID)} left as a learner: etcd refused its removal ({error})")
+        else:
+            lines.append(
+                f"{url} member {hex_id(member.ID)} removed from the cluster: a learner never promoted (etcd takes one "
+                "learner at a time)"
+            )
+    return lines

@@ -6,6 +6,10 @@ member agrees again after the heal, with the raft terms.
 ``delay``: the round trip between a member and each of its peers made longer by RTT in the peer proxy, for DURATION,
 and the leadership told the same way (every member counts during it: none is cut off).
 
+``cut``: one way, what member A sends member B dropped in the peer proxy and what B sends A passed, for DURATION, as
+etcd's robustness tests blackhole one direction of a member's traffic; the leadership told the same way (B's own view
+does not count during it: it may hear no leader).
+
 Status is asked of every member every POLL_S on the master's own connections (a cut member still answers its
 clients), so an election is seen to within a poll, from the cut to the first poll where the other members name the
 same new leader.
@@ -17,10 +21,11 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
+from typing import NamedTuple
 
 import gevent
 
-from etcd_users.disruptions.actions import Done, agreed_leader, member_statuses, resolve
+from etcd_users.disruptions.actions import Done, agreed_leader, member_statuses, resolve, resolve_pair
 from etcd_users.local import LocalCluster
 from etcd_users.round_trip import PeerRtt
 from etcd_users.settings.disruption_schedule import Disruption
@@ -32,60 +37,97 @@ SETTLE_S = 10.0  # after the heal: until every member answers and names one lead
 # how a window's leadership names its start, its end and the members whose leader counts during it
 CUT = ("the cut", "the heal", "the others")
 DELAYED = ("the delay", "its end", "the members")
+ONE_WAY = ("the cut", "its end", "the others")
 
 
 def partition(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
     """Cut the member named (the leader, a follower or a client URL) off from its peers for the disruption's duration;
     healed when this returns, also when the greenlet is killed on the way (the run stops)."""
-    _links_window(cluster, statuses, disruption, done, call, None)
+    status = resolve(disruption.member, statuses)[0]
+    url, index = _member(cluster, status)
+    apply, undo = partial(cluster.blackhole_member, index), partial(cluster.heal_member, index)
+    window = _Window(apply, undo, CUT, f"{url} cut off from its peers")
+    # a cut member's own view of the leader does not count
+    _links_window(statuses, disruption, done, call, window, [url], {"member": url}, status.member_id)
 
 
 def delay(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
     """Add the disruption's round trip (``value``) to the links of the member named (the leader, a follower or a client
     URL) for its duration; back to the cluster's own when this returns, also when the greenlet is killed on the way."""
-    _links_window(cluster, statuses, disruption, done, call, disruption.value)
+    rtt: PeerRtt = disruption.value
+    status = resolve(disruption.member, statuses)[0]
+    url, index = _member(cluster, status)
+    apply, undo = partial(cluster.delay_member, index, rtt), partial(cluster.undelay_member, index)
+    window = _Window(apply, undo, DELAYED, f"{url}'s round trip to its peers {rtt} longer")
+    # a slowed member's view of the leader counts
+    _links_window(statuses, disruption, done, call, window, [url], {"member": url, "rtt": str(rtt)}, None)
+
+
+def cut(cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call) -> None:
+    """One way, for the disruption's duration: what the first member named (A of ``cut:A->B``) sends the second is
+    dropped, what the second sends the first passes; mended when this returns, also when the greenlet is killed on the
+    way."""
+    source, target = resolve_pair(*disruption.members_named, statuses)
+    (source_url, writer), (target_url, reader) = _member(cluster, source), _member(cluster, target)
+    apply, undo = partial(cluster.cut_link, writer, reader), partial(cluster.mend_link, writer, reader)
+    what = f"{source_url}'s messages to {target_url} dropped (its messages to {source_url} passed)"
+    window = _Window(apply, undo, ONE_WAY, what)
+    # the member that hears nothing from the other may lose its leader: its own view does not count
+    step = {"member": source_url, "to": target_url}
+    _links_window(statuses, disruption, done, call, window, [source_url, target_url], step, target.member_id)
+
+
+class _Window(NamedTuple):
+    """What a window does to the links (``apply``), how it undoes it, how its leadership is told, and what it did."""
+
+    apply: Callable[[], None]
+    undo: Callable[[], None]
+    words: tuple[str, str, str]
+    what: str
+
+
+def _member(cluster: LocalCluster, status: MemberStatus) -> tuple[str, int]:
+    """The member's client URL and its index in the local etcd."""
+    url = status.endpoint.url
+    return url, cluster.endpoints.index(url)
 
 
 def _links_window(
-    cluster: LocalCluster, statuses: list[MemberStatus], disruption: Disruption, done: Done, call, rtt: PeerRtt | None
+    statuses: list[MemberStatus],
+    disruption: Disruption,
+    done: Done,
+    call,
+    window: _Window,
+    members: list[str],
+    step: dict,
+    excluded: int | None,
 ) -> None:
-    """The member's peer links cut (``rtt`` None) or slowed by ``rtt`` for the disruption's duration, with the leaders
-    before, during and after; the links are whole again when this returns, however it ends."""
-    status = resolve(disruption.member, statuses)[0]
-    url = status.endpoint.url
-    index = cluster.endpoints.index(url)
-    done.members = [url]
+    """The links cut or slowed for the disruption's duration, with the leaders before, during and after (during: as
+    the members but ``excluded`` agree); the links are whole again when this returns, however it ends."""
+    done.members = members
     leader = agreed_leader(statuses)
     before = leader.member_id if leader else None
-    step = {"member": url, **({"rtt": str(rtt)} if rtt is not None else {})}
     step.update(leader_before=leader and leader.endpoint.url, term_before=_term(statuses))
     done.steps.append(step)
-    if rtt is None:
-        apply, undo, words = partial(cluster.blackhole_member, index), partial(cluster.heal_member, index), CUT
-        what = f"{url} cut off from its peers"
-    else:
-        apply, undo, words = partial(cluster.delay_member, index, rtt), partial(cluster.undelay_member, index), DELAYED
-        what = f"{url}'s round trip to its peers {rtt} longer"
     applied, watcher = False, None
     try:
         done.start()
         began = time.perf_counter()
         applied = True  # before the call: one interrupted while it waits for the proxy's answer may still take effect
-        apply()
-        # a cut member's own view of the leader does not count; a slowed one's does
-        watcher = gevent.spawn(_leaders_during, call, status.member_id if rtt is None else None, before, began, step)
+        window.apply()
+        watcher = gevent.spawn(_leaders_during, call, excluded, before, began, step)
         gevent.sleep(disruption.duration)
         watcher.kill()
         back = time.perf_counter()
-        undo()
+        window.undo()
         applied = False
         _leader_after(call, back, step)
-        done.result = f"{what} for {back - began:.2f} s; {leadership(step, words)}"
+        done.result = f"{window.what} for {back - began:.2f} s; {leadership(step, window.words)}"
     finally:
         if watcher is not None:  # the run stops: no poll outlives the master's connections
             watcher.kill()
         if applied:  # the links are whole before the clean-up and the local etcd's end
-            undo()
+            window.undo()
 
 
 def _term(statuses: list[MemberStatus]) -> int | None:
@@ -105,7 +147,7 @@ def _polled_statuses(call: Callable, until: float = math.inf) -> Iterator[list[M
 
 
 def _leaders_during(call: Callable, cut_id: int | None, before: int | None, began: float, step: dict) -> None:
-    """Until killed: the leader the members other than the cut one (None: all of them) agree on, and when they first
+    """Until killed: the leader the members other than ``cut_id`` (None: all of them) agree on, and when they first
     agreed on a new one."""
     try:
         for statuses in _polled_statuses(call):
@@ -134,7 +176,8 @@ def _leader_after(call: Callable, healed: float, step: dict) -> None:
 
 
 def leadership(step: dict, window: tuple[str, str, str] = CUT) -> str:
-    """The leadership of a partition's window (``CUT``) or a delay's (``DELAYED``) in a few words."""
+    """The leadership of a partition's window (``CUT``), a delay's (``DELAYED``) or a one-way cut's (``ONE_WAY``) in a
+    few words."""
     start, end, counted = window
     before, during, after = step.get("leader_before"), step.get("leader_during"), step.get("leader_after")
     words = [f"leader {before or 'none agreed'} before (term {step.get('term_before')})"]

@@ -34,6 +34,7 @@ import grpc
 from etcd_users.disruptions import cost as costs
 from etcd_users.disruptions import span
 from etcd_users.disruptions.actions import ActionError, Done, member_statuses
+from etcd_users.disruptions.membership import remove_learners_left
 from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
@@ -41,7 +42,7 @@ from etcd_users.latency.timeline import Timeline
 from etcd_users.monitoring.member_figures import Figure, window_counters
 from etcd_users.run_context import run_context
 from etcd_users.settings import EtcdSettings
-from etcd_users.settings.disruption_actions import ACTIONS
+from etcd_users.settings.disruption_actions import ACTIONS, ADD_LEARNER
 from etcd_users.settings.disruption_schedule import Disruption, ScheduleError, check_allowed
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.probe import Probe
@@ -254,8 +255,15 @@ class DisruptionRun:
                 self._log_cost(window, self._cost(window, covered))
             if window.finished_at is not None:
                 self._members_said(window)
+        self._remove_learners_left()
         self.probe.close()
         self._write()
+
+    def _remove_learners_left(self) -> None:
+        """The learners the run added and never promoted, out of the cluster before the next run (or said why not)."""
+        added = [step for window in self.windows if window.disruption.action == ADD_LEARNER for step in window.steps]
+        for line in remove_learners_left(self.probe.run, added):
+            logger.info("disruption add-learner at the run's stop: %s", line)
 
 
 def _figure(figure: Figure) -> str:

@@ -1,4 +1,4 @@
-"""The throwaway local etcd the tool starts itself: 1 or 3 members on 127.0.0.1, for the embedded default and tests.
+"""The throwaway local etcd the tool starts itself: 1 to 5 members on 127.0.0.1, for the embedded default and tests.
 
 ``python -m etcd_users.local`` runs one until Ctrl-C (``__main__``); ``cluster_from_settings`` builds the one a run's
 settings ask for. ``LocalCluster`` (``cluster``) composes the rest: the etcd binary, found or chosen (``binary``), free

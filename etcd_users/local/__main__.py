@@ -14,6 +14,7 @@ from etcd_users.local.errors import ClusterError
 from etcd_users.local.space import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, binary_size
 from etcd_users.local.tls import ClusterTLS
 from etcd_users.settings import SettingsError, parse_prefix
+from etcd_users.settings.connection import LOCAL_MEMBERS
 from etcd_users.settings.network import check_zones, parse_peer_rtt, parse_zones, timing_ms, timing_warnings
 
 
@@ -55,7 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m etcd_users.local",
         description="Run a throwaway local etcd on 127.0.0.1 until Ctrl-C.",
     )
-    parser.add_argument("--members", type=int, choices=(1, 3), default=1, help="cluster size (default 1)")
+    parser.add_argument(
+        "--members", type=int, choices=LOCAL_MEMBERS, default=1, help="cluster size, 1 to 5 (default 1)"
+    )
     parser.add_argument(
         "--binary",
         default="",

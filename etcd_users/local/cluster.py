@@ -1,4 +1,4 @@
-"""LocalCluster: a throwaway etcd of 1 or 3 members on 127.0.0.1, started, controlled and removed as one;
+"""LocalCluster: a throwaway etcd of 1 to 5 members on 127.0.0.1, started, controlled and removed as one;
 ``cluster_from_settings``: the one a run's ``--etcd-local-*`` options ask for."""
 
 from __future__ import annotations
@@ -29,15 +29,16 @@ from etcd_users.local.space import (
 )
 from etcd_users.local.supervision import PortTaken, spawn, terminate, terminate_leader_last, wait_healthy
 from etcd_users.local.tls import ClusterTLS
+from etcd_users.local.zones import pairs_of, zone_for_added, zone_pairs
 from etcd_users.settings import EtcdSettings
-from etcd_users.settings.connection import LOCAL_BINARY_FLAG
-from etcd_users.settings.network import PeerRtt, timing_ms, timing_warnings, zone_round_trips
+from etcd_users.settings.connection import LOCAL_BINARY_FLAG, LOCAL_MEMBERS
+from etcd_users.settings.network import PeerRtt, timing_ms, timing_warnings
 
 logger = logging.getLogger(__name__)
 
 
 class LocalCluster:
-    """A local etcd cluster of 1 or 3 members; each member gets its own ports, data dir and log file.
+    """A local etcd cluster of 1 to 5 members; each member gets its own ports, data dir and log file.
 
     Children are tied to the thread that starts them (PR_SET_PDEATHSIG): start the cluster from a
     thread that lives as long as the cluster, normally the main thread.
@@ -70,9 +71,10 @@ class LocalCluster:
         members on (``start_member(index, binary=...)``), a rollback going back to ``binary``. ``peer_rtt``: the
         members' peer ports behind a proxy process that delays each direction by half of it (``peer_proxy``; None: no
         proxy); ``heartbeat_ms``, ``election_ms``: etcd's ``--heartbeat-interval`` and ``--election-timeout``;
-        ``zones`` (one per member) and ``zone_rtt``: members of different zones that far apart (needs ``peer_rtt``)."""
-        if members not in (1, 3):
-            raise ValueError(f"members must be 1 or 3, not {members!r}")
+        ``zones`` (one per member) and ``zone_rtt``: members of different zones that far apart (needs ``peer_rtt``),
+        each pair's round trip made in the proxy."""
+        if members not in LOCAL_MEMBERS:
+            raise ValueError(f"members must be from {LOCAL_MEMBERS[0]} to {LOCAL_MEMBERS[-1]}, not {members!r}")
         if quota_bytes is not None and quota_bytes <= 0:
             raise ValueError(f"quota_bytes must be above zero, not {quota_bytes!r}")
         self.size = members
@@ -92,10 +94,8 @@ class LocalCluster:
         self.peer_links: PeerLinks | None = None
         if zones and (peer_rtt is None or zone_rtt is None or len(zones) != members):
             raise ValueError("zones need peer_rtt, zone_rtt and a zone per member")
-        self.zones = tuple(zones)
+        self.zones = list(zones)  # a member added during a run joins one
         self.zone_rtt = zone_rtt
-        # each member's own round trip in the proxy, which its zone makes; a delay adds to it, its end goes back to it
-        self._own_rtts: list[PeerRtt | None] = zone_round_trips(self.zones, peer_rtt, zone_rtt) if zones else []
         if peer_rtt is not None:
             self._ports_per_member += 1  # the port the member listens on behind its proxy
         self._user_data_dir = Path(data_dir).resolve() if data_dir else None
@@ -192,7 +192,7 @@ class LocalCluster:
         zones a,a,b 20ms apart``); '' without the peer proxy."""
         if self.peer_rtt is None:
             return ""
-        zones = f", zones {','.join(self.zones)} {self.zone_rtt} apart" if self.zones else ""
+        zones = f", zones {','.join(self.zones[: self.size])} {self.zone_rtt} apart" if self.zones else ""
         return f"peer round trip {self.peer_rtt} through the peer proxy{zones}"
 
     @property
@@ -249,25 +249,30 @@ class LocalCluster:
 
     def delay_member(self, index: int, rtt: PeerRtt) -> None:
         """Add ``rtt`` to the round trip between member ``index`` and each of its peers (half of it each way, on top of
-        the cluster's own and its zone's); needs the peer proxy (``peer_rtt``)."""
+        the cluster's own and the zones'); needs the peer proxy (``peer_rtt``)."""
         self._member(index)
-        own = self._own_rtt(index)
-        self._links().delay(
-            index, rtt if own is None else PeerRtt(own.rtt_ms + rtt.rtt_ms, own.jitter_ms + rtt.jitter_ms)
-        )
+        self._links().delay(index, rtt)
 
     def undelay_member(self, index: int) -> None:
-        """Member ``index``'s links back to the cluster's own round trip (and its zone's)."""
+        """Member ``index``'s links back to the cluster's own round trip (and the zones')."""
         self._member(index)
-        own = self._own_rtt(index)
-        if own is None:
-            self._links().undelay(index)
-        else:
-            self._links().delay(index, own)
+        self._links().undelay(index)
 
-    def _own_rtt(self, index: int) -> PeerRtt | None:
-        """What member ``index``'s zone adds to its round trips (a member added later is in no zone)."""
-        return self._own_rtts[index] if index < len(self._own_rtts) else None
+    def cut_link(self, writer: int, reader: int) -> None:
+        """Drop what member ``writer`` sends member ``reader``, and let what ``reader`` sends ``writer`` pass (a one-way
+        cut); needs the peer proxy (``peer_rtt``)."""
+        self._member(writer), self._member(reader)
+        self._links().cut(writer, reader)
+
+    def mend_link(self, writer: int, reader: int) -> None:
+        """Let what member ``writer`` sends member ``reader`` pass again."""
+        self._member(writer), self._member(reader)
+        self._links().uncut(writer, reader)
+
+    def zone(self, index: int) -> str | None:
+        """Member ``index``'s zone; None without zones."""
+        self._member(index)
+        return self.zones[index] if self.zones else None
 
     def _links(self) -> PeerLinks:
         if self.peer_links is None:
@@ -300,18 +305,24 @@ class LocalCluster:
         self._launch(member, initial_cluster)
         wait_healthy(self._members, [index], time.monotonic() + timeout, timeout)
 
-    def add_member(self) -> int:
+    def add_member(self, zone: str | None = None) -> int:
         """A new member's place (its ports, data dir and log, and its link in the peer proxy), not started: etcd must
         have it added (MemberAdd) before ``start_member(index, initial_cluster=...)`` starts it; its index, after the
-        others'."""
+        others'. With zones it joins ``zone`` (None: the zone with the fewest members), its links to the members of
+        the other zones that far."""
         members = self._started_members()
         member = self._new_member(len(members), free_ports(self._ports_per_member))
         if self.upgrade_binary in {m.binary for m in members if m.is_running()}:  # an upgraded cluster refuses the old
             member.binary = self.upgrade_binary
+        index = len(members)
         if self.peer_links is not None:
             self.peer_links.link(member.peer_port, member.listen_peer_port)
+        if self.zones:
+            self.zones.append(zone or zone_for_added(self.zones))
+            for (first, second), rtt in pairs_of(index, self.zones, self.peer_rtt, self.zone_rtt).items():
+                self.peer_links.pair(first, second, rtt)
         members.append(member)
-        return len(members) - 1
+        return index
 
     def wipe_member(self, index: int) -> None:
         """Remove the data dir of stopped member ``index`` (its disk lost): it starts again only as a new member."""
@@ -406,6 +417,7 @@ class LocalCluster:
 
     def _launch_all(self, ports: list[int]) -> None:
         stride = self._ports_per_member
+        del self.zones[self.size :]  # the members added to an earlier start are gone
         self._members = [
             self._new_member(index, ports[stride * index : stride * (index + 1)]) for index in range(self.size)
         ]
@@ -416,9 +428,9 @@ class LocalCluster:
             links = [(member.peer_port, member.listen_peer_port) for member in self._members]
             self.peer_links = PeerLinks(links, self.peer_rtt, self._base_dir / "peer-proxy.log")
             self.peer_links.start()
-            for index, own in enumerate(self._own_rtts):  # the zones, before the members first talk
-                if own is not None:
-                    self.peer_links.delay(index, own)
+            if self.zones:  # before the members first talk
+                for (first, second), rtt in zone_pairs(self.zones, self.peer_rtt, self.zone_rtt).items():
+                    self.peer_links.pair(first, second, rtt)
         for member in self._members:
             self._launch(member)
 
@@ -448,6 +460,8 @@ class LocalCluster:
             command.append("--enable-pprof")
         command += self.extra_args
         spawn(member, command)
+        if self.peer_links is not None:  # the connections it dials without naming itself are traced to its process
+            self.peer_links.member_pid(self._members.index(member), member.process.pid)
 
     def _space_args(self) -> list[str]:
         """The quota and auto-compaction flags, unless ``extra_args`` sets them itself."""
@@ -473,10 +487,14 @@ class LocalCluster:
 
 def cluster_from_settings(settings: EtcdSettings, members: int, **options) -> tuple[LocalCluster, EtcdBinary]:
     """The local etcd a run's settings ask for, not started, and the etcd it runs: ``--etcd-local-binary``, the
-    members' peer round trip and raft timing; ``options``: the rest of LocalCluster's arguments.
+    members' peer round trip and raft timing; ``options``: the rest of LocalCluster's arguments. A schedule that cuts
+    or slows a member's links (partition, cut, delay) has the peer proxy without a round trip asked: at 0ms.
 
     Timing below etcd's tuning guide for the round trip is logged as a warning, not refused: a run may study it."""
     binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
+    peer_rtt = settings.local_peer_rtt
+    if peer_rtt is None and settings.disruptions.in_proxy is not None:
+        peer_rtt = PeerRtt(0.0)
     heartbeat, election = timing_ms(settings.local_heartbeat, settings.local_election)
     farthest = settings.local_zone_rtt if settings.local_zones else settings.local_peer_rtt
     for warning in timing_warnings(farthest, heartbeat, election):
@@ -484,7 +502,7 @@ def cluster_from_settings(settings: EtcdSettings, members: int, **options) -> tu
     cluster = LocalCluster(
         members,
         binary=binary.path,
-        peer_rtt=settings.local_peer_rtt,
+        peer_rtt=peer_rtt,
         heartbeat_ms=heartbeat,
         election_ms=election,
         zones=settings.local_zones,

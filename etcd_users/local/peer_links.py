@@ -95,6 +95,23 @@ class PeerLinks:
     def undelay(self, index: int) -> None:
         self.command(f"delay 0 0 {index}")
 
+    def pair(self, first: int, second: int, rtt: PeerRtt | None) -> None:
+        """The round trip between members ``first`` and ``second`` (their zones'), on top of every link's: half of it
+        (and of its jitter) each way; None: none."""
+        one_way, jitter = (rtt.one_way_ms, rtt.one_way_jitter_ms) if rtt is not None else (0.0, 0.0)
+        self.command(f"pair {one_way:g} {jitter:g} {first} {second}")
+
+    def member_pid(self, index: int, pid: int) -> None:
+        """Member ``index`` runs as ``pid`` now: the connections it dials without naming itself are traced to it."""
+        self.command(f"pid {index} {pid}")
+
+    def cut(self, writer: int, reader: int) -> None:
+        """What member ``writer`` sends member ``reader`` dropped; what ``reader`` sends ``writer`` passes."""
+        self.command(f"cut {writer} {reader}")
+
+    def uncut(self, writer: int, reader: int) -> None:
+        self.command(f"uncut {writer} {reader}")
+
     def stop(self) -> None:
         process, self.process = self.process, None
         if process is None:

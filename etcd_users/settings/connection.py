@@ -20,6 +20,8 @@ from etcd_users.settings.network import (
 )
 
 TARGETS = ("round-robin", "leader")
+# the local etcd's sizes: production clusters run 3 or 5 members
+LOCAL_MEMBERS = (1, 2, 3, 4, 5)
 LOCAL_BINARY_FLAG = "--etcd-local-binary"
 # what the tool's gRPC channels send at most (grpc.max_send_message_length in transport/pool.py)
 CLIENT_MAX_SEND_BYTES = 16 * 1024 * 1024
@@ -227,8 +229,8 @@ class ConnectionSettings(OptionGroup):
     local_members: int = option(
         "--etcd-local-members",
         1,
-        "Members of the local etcd started when no endpoints are given: 1 or 3.",
-        choices=(1, 3),
+        "Members of the local etcd started when no endpoints are given: 1 to 5 (production clusters run 3 or 5).",
+        choices=LOCAL_MEMBERS,
     )
     local_binary: str = option(
         LOCAL_BINARY_FLAG,
@@ -242,7 +244,8 @@ class ConnectionSettings(OptionGroup):
         "",
         "Round trip between the local etcd's members, made by a proxy process in front of each member's peer port "
         "(half of it each way): 10ms, or with a jitter 10ms±2ms (also 10ms+-2ms); 0ms: the proxy without delay. "
-        "Empty: no proxy, the members talk directly.",
+        "Empty: no proxy, the members talk directly (the proxy at 0ms when --etcd-disrupt cuts or slows a member's "
+        "links).",
         parse=parse_peer_rtt,
     )
     local_zones: tuple[str, ...] = option(

@@ -14,6 +14,7 @@ LEADER, FOLLOWER, ALL = "leader", "follower", "all"
 ROLES = (LEADER, FOLLOWER, ALL)
 URL = "URL"  # a client URL among the endpoints
 COMMAND = "NAME"  # a command's name, defined by --etcd-disrupt-command NAME=COMMAND
+ARROW = "->"  # between the two members of an action from one member to another (cut:A->B)
 NONE, OPTIONAL, REQUIRED = "none", "optional", "required"  # whether an action takes +DURATION
 
 _ACTIONS_MODULE = "etcd_users.disruptions.actions"
@@ -41,6 +42,7 @@ class Value:
 
 
 KEEP = Value("KEEP", "the revisions to keep, a whole number")
+ZONE = Value("ZONE", "a zone's name of --etcd-local-zones, in letters, digits, '-' or '_'")
 RTT = Value(
     "RTT",
     "a round trip above zero as --etcd-local-peer-rtt takes it (up to 10s, a jitter at most the round trip), e.g. 40ms "
@@ -69,12 +71,16 @@ class Action:
     calls_etcd: bool = False
     # what a local-only action does that needs the local etcd, as its refusal on --etcd-endpoints says
     needs_local: str = "signals a member's process"
-    # what it does in the peer proxy, as its refusal without --etcd-local-peer-rtt says; empty: it needs no proxy
+    # what it does in the peer proxy (the local etcd starts the proxy for it); empty: it needs no proxy
     in_proxy: str = ""
+    # it acts from one member on another, both named (``cut:A->B``), each as ``members`` allows; no default
+    between: bool = False
 
     @property
     def form(self) -> str:
         """How the action is written with its value: ``compact[=KEEP]``, ``delay:MEMBER@TIME+DURATION=RTT``."""
+        if self.between:
+            return f"{self.name}:A{ARROW}B@TIME+DURATION"
         if self.value is None:
             return self.name
         if self.value.last:
@@ -83,7 +89,7 @@ class Action:
 
     @property
     def default_member(self) -> str:
-        return self.members[0] if self.members and self.members[0] != COMMAND else ""
+        return self.members[0] if self.members and self.members[0] != COMMAND and not self.between else ""
 
     @property
     def names_command(self) -> bool:
@@ -162,12 +168,27 @@ ACTIONS: dict[str, Action] = {
             REQUIRED,
             True,
             f"{_PARTITION_MODULE}:partition",
-            "cuts the member's peer links (the peer proxy of `--etcd-local-peer-rtt`: connections to and from it "
-            "closed, new ones refused), healed after DURATION; the window tells the leader before, the one elected "
-            "during the cut and when, and the one after",
+            "cuts the member's peer links (in the peer proxy, which the local etcd starts for it: connections to and "
+            "from it closed, new ones refused), healed after DURATION; the window tells the leader before, the one "
+            "elected during the cut and when, and the one after",
             calls_etcd=True,
             needs_local="cuts a member's links in the peer proxy",
             in_proxy="cuts a member's peer links",
+        ),
+        Action(
+            "cut",
+            (LEADER, FOLLOWER, URL),
+            REQUIRED,
+            True,
+            f"{_PARTITION_MODULE}:cut",
+            "one way: what member A sends member B is dropped and what B sends A passes (in the peer proxy, the "
+            "connections kept open), mended after DURATION (the connections that lost bytes closed, the members dial "
+            "again); B is another member than A (`follower`: a follower other than A); the window tells the leader "
+            "before, during and after",
+            calls_etcd=True,
+            needs_local="cuts a member's links in the peer proxy",
+            in_proxy="cuts a member's messages to another",
+            between=True,
         ),
         Action(
             "delay",
@@ -175,9 +196,9 @@ ACTIONS: dict[str, Action] = {
             REQUIRED,
             True,
             f"{_PARTITION_MODULE}:delay",
-            "adds RTT to the round trip between the member and each of its peers (the peer proxy of "
-            "`--etcd-local-peer-rtt`: half of it each way, on top of that option's), removed after DURATION; the "
-            "window tells the leader before, during and after",
+            "adds RTT to the round trip between the member and each of its peers (in the peer proxy: half of it each "
+            "way, on top of `--etcd-local-peer-rtt`'s and the zones'), removed after DURATION; the window tells the "
+            "leader before, during and after",
             value=RTT,
             calls_etcd=True,
             needs_local="delays a member's links in the peer proxy",
@@ -221,7 +242,9 @@ ACTIONS: dict[str, Action] = {
             True,
             f"{_MEMBERSHIP_MODULE}:add_learner",
             "a new member: its ports and data dir made, MemberAdd as a learner, started, caught up (the bytes it "
-            "received from its peers); the pool gives it load once promoted",
+            "received from its peers); the pool gives it load once promoted; with `--etcd-local-zones` it joins ZONE "
+            "(by default the zone with the fewest members); a learner still there when the run stops is removed",
+            value=ZONE,
             lasts_s=60.0,
             calls_etcd=True,
             needs_local="starts a new member",
@@ -301,9 +324,13 @@ def markdown_table() -> str:
         form = f"`{action.name}`"
         if action.value is not None:
             form = f"`{action.form}`" if action.value.required else f"{form} or `{action.name}={action.value.name}`"
+        if action.between:
+            form = f"`{action.name}:A{ARROW}B`"
         members = ", ".join(action.members) if action.members else "none (cluster-wide)"
         if action.names_command:
             members = "NAME (a command, required)"
+        if action.between:
+            members = f"A and B (required): {said(list(action.members))} each"
         local = "yes" if action.local_only else "no"
         lines.append(f"| {form} | {members} | {action.duration} | {local} | {action.help} |")
     return "\n".join(lines) + "\n"

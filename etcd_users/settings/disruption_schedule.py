@@ -20,6 +20,7 @@ from etcd_users.round_trip import PeerRtt, parse_round_trip
 from etcd_users.settings.disruption_actions import (
     ACTIONS,
     ALLOWED_FLAG,
+    ARROW,
     FOLLOWER,
     KEEP,
     NONE,
@@ -28,11 +29,13 @@ from etcd_users.settings.disruption_actions import (
     RTT,
     UPGRADE_FLAG,
     URL,
+    ZONE,
     Value,
     names,
     said,
     with_duration,
 )
+from etcd_users.settings.network import ZONE_NAME
 
 FLAG = "--etcd-disrupt"
 COMMAND_FLAG = "--etcd-disrupt-command"
@@ -61,15 +64,23 @@ class ScheduleError(ValueError):
 
 class Disruption(NamedTuple):
     """One item of the schedule. ``member``: leader, follower, all or a client URL ('' for compact), for exec the
-    command's name; ``duration``: seconds until the member is started again or thawed, for exec the command's timeout
-    (0: none); ``value``: its ``=VALUE`` as parsed, compact's revisions to keep (an int), delay's round trip (a
-    ``PeerRtt``), None when not given."""
+    command's name, for an action between two members both, ``A->B`` (``members_named``); ``duration``: seconds until
+    the member is started again or thawed, for exec the command's timeout (0: none); ``value``: its ``=VALUE`` as
+    parsed, compact's revisions to keep (an int), delay's round trip (a ``PeerRtt``), add-learner's zone (a str), None
+    when not given."""
 
     action: str
     member: str
     at: float
     duration: float = 0.0
-    value: int | PeerRtt | None = None
+    value: int | PeerRtt | str | None = None
+
+    @property
+    def members_named(self) -> tuple[str, ...]:
+        """The members the item names: one, or the two of ``A->B``; none for an action on the whole cluster."""
+        if not self.member:
+            return ()
+        return tuple(self.member.split(ARROW)) if ACTIONS[self.action].between else (self.member,)
 
     @property
     def keep(self) -> int:
@@ -113,15 +124,19 @@ def _rtt(text: str) -> PeerRtt | None:
     return rtt if rtt.rtt_ms > 0 else None
 
 
+def _zone(text: str) -> str | None:
+    return text if ZONE_NAME.fullmatch(text) else None
+
+
 # each value's parser: its value, or None when the text is not one
-_VALUES = {KEEP.name: _keep, RTT.name: _rtt}
+_VALUES = {KEEP.name: _keep, RTT.name: _rtt, ZONE.name: _zone}
 
 
 def _value_form(name: str, value: Value) -> str:
     return ACTIONS[name].form.replace("[", "").replace("]", "") + f" ({value.means})"
 
 
-def _value(item: str, match: re.Match) -> int | PeerRtt | None:
+def _value(item: str, match: re.Match) -> int | PeerRtt | str | None:
     """The item's ``=VALUE``, parsed, where its action takes one."""
     action = ACTIONS[match["action"]]
     first, last = match["value"], match["last"]
@@ -142,6 +157,30 @@ def _value(item: str, match: re.Match) -> int | PeerRtt | None:
     if parsed is None:
         raise _refuse(item, f"has no {action.value.name} after '=': {action.value.means}")
     return parsed
+
+
+def _member(item: str, action: str, member: str) -> str:
+    """A member the item names, as its action allows: a role, or a client URL (without its last '/')."""
+    members = ACTIONS[action].members
+    if member not in members and not (URL in members and _URL.match(member)):
+        named = ", ".join("a client URL http(s)://HOST:PORT" if m == URL else m for m in members)
+        raise _refuse(item, f"names member {member!r}; {action} takes {named}")
+    return member.rstrip("/")
+
+
+def _between(item: str, action: str, text: str | None) -> str:
+    """``A->B``: the two members of an action from one member to another, each checked, never the same one twice."""
+    sides = [side.strip() for side in (text or "").split(ARROW)]
+    if len(sides) != 2 or not all(sides):
+        raise _refuse(
+            item,
+            f"names no two members: {action} goes from one member to another, {ACTIONS[action].form}, e.g. "
+            f"{action}:leader{ARROW}follower@60s+10s",
+        )
+    source, target = (_member(item, action, side) for side in sides)
+    if source == target and source != FOLLOWER:  # two followers are two different members
+        raise _refuse(item, f"names {source} on both sides; {action} goes from one member to another")
+    return f"{source}{ARROW}{target}"
 
 
 def parse_item(item: str) -> Disruption:
@@ -165,14 +204,13 @@ def parse_item(item: str) -> Disruption:
                 f"names no command: {action} takes the NAME of a {COMMAND_FLAG} NAME=COMMAND "
                 "(letters, digits, '.', '_' or '-'), e.g. exec:drain@60s+120s",
             )
+    elif ACTIONS[action].between:
+        member = _between(item, action, match["member"])
     elif match["member"] is not None:
         member = match["member"].strip()
         if not members:
             raise _refuse(item, f"names a member, but {action} acts on the whole cluster")
-        if member not in members and not (URL in members and _URL.match(member)):
-            named = ", ".join("a client URL http(s)://HOST:PORT" if m == URL else m for m in members)
-            raise _refuse(item, f"names member {member!r}; {action} takes {named}")
-        member = member.rstrip("/")
+        member = _member(item, action, member)
     at = parse_seconds(match["at"])
     if at is None:
         raise _refuse(item, "has no time after '@' such as 120s, 2m or 1.5s (seconds from the run's start)")
@@ -215,18 +253,19 @@ def check_allowed(schedule: tuple[Disruption, ...], endpoints: list[str], local:
     for disruption in schedule:
         if ACTIONS[disruption.action].names_command:
             continue
-        if disruption.member not in ROLES and disruption.member and disruption.member not in urls:
-            raise ScheduleError(
-                f"{FLAG}: {shown(disruption.text)} names {disruption.member}, which is not among the endpoints "
-                f"({', '.join(urls)}); name one of them, or leader or follower"
-            )
+        for member in disruption.members_named:
+            if member not in ROLES and member not in urls:
+                raise ScheduleError(
+                    f"{FLAG}: {shown(disruption.text)} names {member}, which is not among the endpoints "
+                    f"({', '.join(urls)}); name one of them, or leader or follower"
+                )
         removes = {"replace": "removes a member and adds it back", "remove": "removes a member"}
         if disruption.action in removes and local and len(urls) == 1:  # etcd never removes its only member
             raise ScheduleError(
                 f"{FLAG}: {shown(disruption.text)} {removes[disruption.action]}, and the cluster has one member; use "
                 "--etcd-local-members 3"
             )
-        if disruption.member == FOLLOWER and len(urls) == 1:
+        if FOLLOWER in disruption.members_named and len(urls) == 1:
             raise ScheduleError(
                 f"{FLAG}: {shown(disruption.text)} needs a follower, and the cluster has one member; use "
                 "--etcd-local-members 3 or give all members in --etcd-endpoints"

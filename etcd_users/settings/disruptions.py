@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from etcd_users.settings.connection import local_binary_form_error
 from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch
 from etcd_users.settings.disruption_actions import (
+    ACTIONS,
     ADD_LEARNER,
     MEMBERSHIP_ACTIONS,
     UPGRADE_FLAG,
@@ -109,6 +110,12 @@ class DisruptionSettings(OptionGroup):
     def changes_membership(self) -> bool:
         """The schedule adds, promotes or removes members: each process's pool follows the membership."""
         return any(disruption.action in MEMBERSHIP_ACTIONS for disruption in self.schedule)
+
+    @property
+    def in_proxy(self) -> Disruption | None:
+        """The first item that cuts or slows a member's links in the peer proxy (partition, cut, delay): the local
+        etcd starts the proxy for it; None when none does."""
+        return next((disruption for disruption in self.schedule if ACTIONS[disruption.action].in_proxy), None)
 
     @property
     def adds_members(self) -> bool:

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from etcd_users.arguments import shown
 from etcd_users.settings.connection import ConnectionSettings
 from etcd_users.settings.declare import SettingsError
-from etcd_users.settings.disruption_actions import ACTIONS
+from etcd_users.settings.disruption_actions import ADD_LEARNER
 from etcd_users.settings.disruptions import DisruptionSettings
 from etcd_users.settings.exporter import ExporterSettings
 from etcd_users.settings.gates import GateSettings
 from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
 from etcd_users.settings.monitoring import MonitoringSettings
-from etcd_users.settings.network import check_zones, timing_ms
+from etcd_users.settings.network import check_zones, example_zones, timing_ms
 from etcd_users.settings.summary import SummarySettings
 from etcd_users.settings.watch import WatchSettings
 from etcd_users.settings.workload import WorkloadSettings
@@ -49,7 +49,6 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
         )
         settings.check_keys()
         timing_ms(settings.local_heartbeat, settings.local_election)
-        _check_partitions(settings)
         _check_zones(settings)
         _check_request_sizes(settings)
         _check_disruption_gates(settings)
@@ -68,23 +67,20 @@ def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
     return EtcdSettings.from_options(options)
 
 
-def _check_partitions(settings: EtcdSettings) -> None:
-    """A partition or a delay acts on a member's links in the peer proxy, which only --etcd-local-peer-rtt starts."""
-    needs = next((d for d in settings.disruptions.schedule if ACTIONS[d.action].in_proxy), None)
-    if needs is not None and not settings.endpoints and settings.local_peer_rtt is None:
-        raise SettingsError(
-            f"--etcd-disrupt: {shown(needs.text)} {ACTIONS[needs.action].in_proxy} in the peer proxy, which "
-            "--etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as 10ms"
-        )
-
-
 def _check_zones(settings: EtcdSettings) -> None:
     """Zones of the local etcd (those given with --etcd-endpoints are refused where the endpoints are known:
-    ``target_cluster``)."""
+    ``target_cluster``), and the zone a member added joins, which needs them."""
     if settings.local_zones and settings.endpoints:
         return
     zones, zone_rtt, peer_rtt = settings.local_zones, settings.local_zone_rtt, settings.local_peer_rtt
     check_zones(zones, zone_rtt, peer_rtt, settings.local_members)
+    zoned = next((d for d in settings.disruptions.schedule if d.action == ADD_LEARNER and d.value), None)
+    if zoned is not None and not zones and not settings.endpoints:
+        raise SettingsError(
+            f"--etcd-disrupt: {shown(zoned.text)} puts the new member in zone {zoned.value}, and the local etcd has no "
+            f"zones; give --etcd-local-zones (e.g. {example_zones(settings.local_members)}) or leave out "
+            f"={zoned.value}"
+        )
 
 
 def _check_disruption_gates(settings: EtcdSettings) -> None:

@@ -14,7 +14,7 @@ from etcd_users.settings.declare import SettingsError
 PEER_RTT_FLAG = "--etcd-local-peer-rtt"
 ZONES_FLAG = "--etcd-local-zones"
 ZONE_RTT_FLAG = "--etcd-local-zone-rtt"
-_ZONE_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
+ZONE_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 HEARTBEAT_FLAG = "--etcd-local-heartbeat"
 ELECTION_FLAG = "--etcd-local-election"
 # what the local etcd runs with when they are not given (etcd_users.local.member)
@@ -51,7 +51,7 @@ def parse_zones(flag: str, text: str) -> tuple[str, ...]:
     if not text:
         return ()
     names = tuple(name.strip() for name in text.split(","))
-    bad = next((name for name in names if not _ZONE_NAME.fullmatch(name)), None)
+    bad = next((name for name in names if not ZONE_NAME.fullmatch(name)), None)
     if bad is not None:
         raise SettingsError(
             f"{flag}: {shown(bad)} is not a zone's name; give each member's zone in letters, digits, '-' or '_', "
@@ -60,6 +60,11 @@ def parse_zones(flag: str, text: str) -> tuple[str, ...]:
     if len(set(names)) < 2:
         raise SettingsError(f"{flag}: {shown(text)} puts every member in one zone; give two zones at least, e.g. a,a,b")
     return names
+
+
+def example_zones(members: int) -> str:
+    """Zones for ``members`` members as an operator spreads them, two to a zone (``a,a,b``, ``a,a,b,b,c``)."""
+    return ",".join("abcdefghijklmnopqrstuvwxyz"[index // 2] for index in range(members))
 
 
 def check_zones(
@@ -85,24 +90,16 @@ def check_zones(
             "(the round trip within a zone) or e.g. 1ms"
         )
     if len(zones) != members:
+        size = members if members > 1 else 3  # zones need two members at least
         raise SettingsError(
             f"{zones_flag}: {len(zones)} zones for {members} member{'s' * (members > 1)}; give one per member of "
-            f"{members_flag} 3, e.g. a,a,b"
+            f"{members_flag} {size}, e.g. {example_zones(size)}"
         )
     if zone_rtt.rtt_ms < peer_rtt.rtt_ms:
         raise SettingsError(
             f"{zone_rtt_flag}: {zone_rtt} is less than the round trip within a zone ({peer_rtt_flag} {peer_rtt}); give "
             "at least that"
         )
-
-
-def zone_round_trips(zones: tuple[str, ...], peer_rtt: PeerRtt, zone_rtt: PeerRtt) -> list[PeerRtt | None]:
-    """Each member's own round trip in the peer proxy, on top of ``peer_rtt``, so that members of one zone are
-    ``peer_rtt`` apart and members of different zones ``zone_rtt``: the proxy adds the larger of two members' own, so
-    a member alone in its zone gets the difference, and members that share a zone none. Exact for up to three members
-    (one zone of two and one of one, or three of one), the local etcd's sizes."""
-    extra = PeerRtt(max(zone_rtt.rtt_ms - peer_rtt.rtt_ms, 0.0), zone_rtt.jitter_ms)
-    return [extra if zones.count(zone) == 1 else None for zone in zones]
 
 
 def timing_ms(

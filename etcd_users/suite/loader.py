@@ -13,6 +13,7 @@ import yaml
 from etcd_users.arguments import Option
 from etcd_users.local import ClusterError, choose_etcd_binary
 from etcd_users.settings import SettingsError, parse_endpoints
+from etcd_users.settings.connection import LOCAL_MEMBERS
 from etcd_users.suite.plan import Combination, combination_settings, combinations, label_text
 from etcd_users.suite.schema import (
     COMPARE_KEYS,
@@ -107,8 +108,9 @@ class _Checker:
         return value
 
     def members(self, key: str, value: object) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value not in (1, 3):
-            raise self.fail(key, f"{value!r} is not 1 or 3 (the local etcd's size)")
+        if isinstance(value, bool) or not isinstance(value, int) or value not in LOCAL_MEMBERS:
+            sizes = f"from {LOCAL_MEMBERS[0]} to {LOCAL_MEMBERS[-1]}"
+            raise self.fail(key, f"{value!r} is not {sizes} (the local etcd's size)")
         return int(value)
 
     def processes(self, key: str, value: object) -> int:

@@ -1,6 +1,7 @@
 """Membership changes under load: on the tool's own etcd of three members (behind the peer proxy), a learner added,
 caught up, promoted, and a follower removed; each process's pool follows (the new member takes reads once voting, the
-removed one none) and the audit compares the members present at the end, the new one included. On a cluster the tool
+removed one none) and the audit compares the members present at the end, the new one included. A learner added in a
+zone and never promoted is removed when the run stops. On a cluster the tool
 did not start, remove goes through the Cluster API with --etcd-disrupt-allowed, as etcdctl then sees; refusals are one
 line."""
 
@@ -84,6 +85,34 @@ def test_a_learner_added_promoted_and_a_follower_removed_under_load_leave_the_po
     assert audit["passed"] and audit["hashkv"]["equal"], audit["line"]
     compared = {member["member"] for member in audit["hashkv"]["members"]}
     assert compared == {url.removeprefix("http://") for url in [*first_three, new] if url != gone}, compared
+    assert "audit: 3 members' HashKV equal at rev " in output
+
+
+def test_a_learner_added_in_a_zone_and_never_promoted_is_removed_when_the_run_stops(tmp_out):
+    prefix = tmp_out / "run"
+    zones = ("--etcd-local-peer-rtt", "0ms", "--etcd-local-zones", "a,a,b", "--etcd-local-zone-rtt", "2ms")
+    result = run_locust(
+        *HEADLESS,
+        *("-u", "2", "-r", "2", "-t", "8s", "--csv", str(prefix), "--etcd-local-members", "3", *zones),
+        *("--etcd-user-rate", "20", "--etcd-disrupt", "add-learner@2s", "--exit-code-on-error", "0", "EtcdPutUser"),
+        timeout=150,
+    )
+    output = result.stdout + result.stderr
+    assert_no_traceback(output)
+    assert result.returncode == 0, output[-3000:]
+    window = _windows(prefix)["add-learner"]
+    (step,) = window["steps"]
+    new = step["member"]
+    # it joined the zone with the fewest members, b, and says so
+    assert window["ok"] and step["zone"] == "b", window
+    assert window["result"].startswith(f"add-learner: {new} member {step['new_id']} added as a learner in zone b ("), (
+        window["result"]
+    )
+    # never promoted: out of the cluster at the run's stop, before the audit compares the three members
+    assert (
+        f"disruption add-learner at the run's stop: {new} member {step['new_id']} removed from the cluster: a learner "
+        "never promoted (etcd takes one learner at a time)"
+    ) in output
     assert "audit: 3 members' HashKV equal at rev " in output
 
 

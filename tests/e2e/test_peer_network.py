@@ -1,5 +1,6 @@
-"""The network between the local etcd's members (--etcd-local-peer-rtt): etcd measures the round trip the peer proxy
-makes, a put to the leader waits about one round trip more, and the options are refused in one line where they mean
+"""The network between the local etcd's members (--etcd-local-peer-rtt, zones, partitions, delays and one-way cuts):
+etcd measures the round trip the peer proxy makes, each pair's in zones of five members too, a put to the leader waits
+about one round trip more, a cut stops one direction only, and the options are refused in one line where they mean
 nothing."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from checks import refusal_line, stderr_lines
 from support import HEADLESS, REPO, read_csv_rows, run_analysis, run_locust, start_locust
 
 from etcd_users.disruptions.cluster_api import initial_cluster
-from etcd_users.exposition import fetch_metrics
+from etcd_users.exposition import fetch_metrics, metric_sum
 from etcd_users.local import LocalCluster
 from etcd_users.round_trip import PeerRtt
 from etcd_users.transport import learners
@@ -38,7 +39,8 @@ ZERO_BUCKET = 0.0001  # etcd's lowest bound: an observation made before any prob
 
 
 def peer_rtt_means(url: str) -> dict[str, float]:
-    """A member's mean non-zero peer round-trip observation in seconds, by peer (none before its first)."""
+    """A member's mean non-zero peer round-trip observation in seconds, by peer (none before its first: etcd observes a
+    smoothed round trip of 0 until a probe answered)."""
     samples = fetch_metrics(url)
     means = {}
     for peer in {s.labels["To"] for s in samples if s.name == PEER_RTT + "_count"}:
@@ -48,6 +50,8 @@ def peer_rtt_means(url: str) -> dict[str, float]:
         zeros = sum(s.value for s in mine if s.name == PEER_RTT + "_bucket" and float(s.labels["le"]) == ZERO_BUCKET)
         if count > zeros:
             means[peer] = total / (count - zeros)
+        elif total > 0:  # every observation in the lowest bucket, some above zero: a round trip below 0.8 ms
+            means[peer] = total / count
     return means
 
 
@@ -92,33 +96,49 @@ def test_etcd_measures_the_round_trip_the_peer_proxy_makes(tmp_path):
     assert f"; peer round trip {RTT_MS:g}ms through the peer proxy)" in line, line
 
 
-ZONE_RTT_MS, NEAR_RTT_MS = 40.0, 2.0
+FIVE_ZONES, FIVE_ZONE_RTT_MS = ("a", "a", "b", "b", "c"), 10.0
+
+
+def member_ids(cluster: LocalCluster) -> list[str]:
+    """Each member's ID as etcd's metrics label it (hex), in the members' order."""
+    with grpc.insecure_channel(cluster.endpoints[0].removeprefix("http://")) as channel:
+        listed = learners.ClusterStub(channel).MemberList(learners.MemberListRequest(), timeout=5).members
+    return [next(f"{m.ID:x}" for m in listed if endpoint in m.clientURLs) for endpoint in cluster.endpoints]
 
 
 @pytest.mark.slow
-def test_zones_put_their_round_trip_between_members_of_different_zones_as_etcd_measures_it():
-    zones = ("a", "a", "b")
-    with LocalCluster(3, peer_rtt=PeerRtt(NEAR_RTT_MS), zones=zones, zone_rtt=PeerRtt(ZONE_RTT_MS)) as cluster:
-        with grpc.insecure_channel(cluster.endpoints[0].removeprefix("http://")) as channel:
-            listed = learners.ClusterStub(channel).MemberList(learners.MemberListRequest(), timeout=5).members
-        far_id = next(f"{m.ID:x}" for m in listed if cluster.endpoints[2] in m.clientURLs)  # zone b's member
-        deadline = time.monotonic() + 20
+def test_five_members_in_zones_show_each_pair_s_round_trip_in_etcd_s_own_measure():
+    zone_rtt = PeerRtt(FIVE_ZONE_RTT_MS)
+    with LocalCluster(5, peer_rtt=PeerRtt(0.0), zones=FIVE_ZONES, zone_rtt=zone_rtt) as cluster:
+        ids = member_ids(cluster)
+        deadline = time.monotonic() + 30
         time.sleep(4)  # the first probe comes 4 s after a member starts
         while True:
-            observed = [peer_rtt_means(url) for url in cluster.metrics_urls[:2]]
-            if all(len(means) == 2 for means in observed) or time.monotonic() > deadline:
+            observed = [peer_rtt_means(url) for url in cluster.metrics_urls]
+            if all(len(means) == 4 for means in observed) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-    assert all(len(means) == 2 for means in observed), observed
-    # each member of zone a measures the member of zone b one round trip between zones away, and the other member of
-    # a one within: never early (the proxy delivers nothing early); late by what a loaded machine adds to any probe,
-    # which the near link shows. etcd's prober names no sender, so the proxy delays a probe by the zone of the member
-    # it reaches only: zone b's member measures zone a's as near, and is not judged
-    for means in observed:
-        far_ms = means[far_id] / SMOOTHING * 1000
-        (near_ms,) = (mean / SMOOTHING * 1000 for peer, mean in means.items() if peer != far_id)
-        assert NEAR_RTT_MS * 0.8 <= near_ms < far_ms, observed
-        assert ZONE_RTT_MS * 0.8 <= far_ms <= ZONE_RTT_MS * 1.5 + near_ms, observed
+    assert all(len(means) == 4 for means in observed), observed  # each member: its four peers observed
+    zone_of = dict(zip(ids, FIVE_ZONES, strict=True))
+    measured = {  # (member, peer): the round trip in ms
+        (ids[index], peer): mean / SMOOTHING * 1000
+        for index, means in enumerate(observed)
+        for peer, mean in means.items()
+    }
+    print("\npeer round trips as etcd measures them, ms (rows: the member; columns: its peer):")
+    for member in ids:
+        print(f"{zone_of[member]} {member}: " + " ".join(f"{measured.get((member, peer), 0):6.1f}" for peer in ids))
+    far = {pair: ms for pair, ms in measured.items() if zone_of[pair[0]] != zone_of[pair[1]]}
+    near = {pair: ms for pair, ms in measured.items() if zone_of[pair[0]] == zone_of[pair[1]]}
+    assert len(far) == 16 and len(near) == 4, measured
+    # every pair of different zones, both ways (etcd's prober names no sender: the proxy traces its connections to the
+    # member's process), at least one round trip between zones: the proxy delivers nothing early
+    assert all(ms >= FIVE_ZONE_RTT_MS * 0.9 for ms in far.values()), far
+    # a loaded machine adds its own scheduling to each probe (one probe each, at the members' start), so that a pair
+    # within a zone (0 ms asked) is seen a few ms apart too: the pairs are told apart by their medians, the zones'
+    # round trip between them, and the far pairs are one round trip between zones, not two
+    near_ms, far_ms = statistics.median(near.values()), statistics.median(far.values())
+    assert near_ms + FIVE_ZONE_RTT_MS / 2 <= far_ms <= near_ms + FIVE_ZONE_RTT_MS * 1.5, (near, far)
 
 
 def _until(call, seconds: float = 20.0):
@@ -292,24 +312,18 @@ def test_a_partitioned_leader_is_replaced_the_writes_resume_and_the_audit_passes
 def test_a_run_that_stops_during_a_partition_heals_it_first_and_keeps_what_the_window_saw(tmp_out):
     prefix = tmp_out / "run"
     timing = ("-u", "4", "-r", "4", "-t", "5s", "--csv", str(prefix), "--etcd-local-members", "3")
-    cut = ("--etcd-local-peer-rtt", "0ms", "--etcd-disrupt", "partition:follower@2s+30s", "--exit-code-on-error", "0")
+    # without --etcd-local-peer-rtt: the local etcd starts the peer proxy for the partition, without a delay
+    cut = ("--etcd-disrupt", "partition:follower@2s+30s", "--exit-code-on-error", "0")
     result = run_locust(*HEADLESS, *timing, *cut, "EtcdPutUser")
     output = result.stdout + result.stderr
     assert "Traceback" not in output and result.returncode == 0, output[-3000:]
+    assert ", peer round trip 0ms through the peer proxy (for partition:follower@2s+30s)" in output
     [window] = json.loads((tmp_out / "run_disruptions.json").read_text())["windows"]
     [step] = window["steps"]
     assert step["member"] == window["members"][0] and step["leader_before"] not in (None, step["member"]), step
     assert step["leader_during"] == step["leader_before"], step  # a cut follower leaves the leader in place
     audit = json.loads((tmp_out / "run_audit.json").read_text())
     assert audit["passed"] and audit["hashkv"]["equal"], audit["line"]  # healed: all three compared
-
-
-def test_a_partition_needs_the_peer_proxy(tmp_out):
-    result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", "--etcd-disrupt", "partition:leader@1s+1s", "EtcdPutUser")
-    assert refusal_line(result) == (
-        "locust-etcd: error: --etcd-disrupt: 'partition:leader@1s+1s' cuts a member's peer links in the peer proxy, "
-        "which --etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as 10ms"
-    )
 
 
 def probe_ms(peer_url: str) -> float:
@@ -379,11 +393,75 @@ def peer_urls(client_url: str) -> dict[str, str]:
     return {member["clientURLs"][0]: member["peerURLs"][0] for member in members}
 
 
-def test_a_delay_needs_the_peer_proxy(tmp_out):
-    args = ("-u", "1", "-t", "1s", "--etcd-local-members", "3", "--etcd-disrupt", "delay@1s+1s=40ms")
-    result = run_locust(*HEADLESS, *args, "EtcdPutUser")
-    assert refusal_line(result) == (
-        "locust-etcd: error: --etcd-disrupt: 'delay:follower@1s+1s=40ms' delays a member's peer links in the peer "
-        "proxy, which --etcd-local-peer-rtt starts; add --etcd-local-peer-rtt 0ms (no delay) or a round trip such as "
-        "10ms"
-    )
+def members_by_url(client_url: str) -> dict[str, str]:
+    """Each member's client URL and its ID as etcd's metrics label it (hex), from etcd's JSON gateway."""
+    request = urllib.request.Request(f"{client_url}/v3/cluster/member/list", data=b"{}", method="POST")
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        members = json.loads(answer.read())["members"]
+    return {member["clientURLs"][0]: f"{int(member['ID']):x}" for member in members}
+
+
+def applied_and_received(client_url: str) -> tuple[int, dict[str, float]]:
+    """A member's raft applied index and the bytes it received from each peer (by the peer's ID), from its /metrics."""
+    samples = fetch_metrics(f"{client_url}/metrics", timeout=1.0)
+    received = {s.labels["From"]: s.value for s in samples if s.name == "etcd_network_peer_received_bytes_total"}
+    return int(metric_sum(samples, "etcd_server_proposals_applied_total")), received
+
+
+@pytest.mark.slow
+def test_a_one_way_cut_from_the_leader_stops_a_follower_s_applied_index_while_its_messages_reach_the_leader(tmp_out):
+    prefix = tmp_out / "run"
+    timing = ("-u", "2", "-r", "2", "-t", "14s", "--csv", str(prefix), "--etcd-local-members", "3")
+    rate = ("--etcd-target", "leader", "--etcd-user-rate", "20", "--etcd-metrics-interval", "0")
+    # without --etcd-local-peer-rtt: the local etcd starts the peer proxy for the cut
+    cut = ("--etcd-disrupt", "cut:leader->follower@3s+6s", "--exit-code-on-error", "0")
+    samples: list[tuple[float, str, int, dict[str, float]]] = []  # (unix time, member, applied index, received)
+    with start_locust(*HEADLESS, *timing, *rate, *cut, "EtcdPutUser", log_dir=tmp_out) as locust:
+        deadline = time.monotonic() + 30
+        while not (found := re.search(r"started a local etcd .*?: (http://\S+);", locust.output()[1])):
+            assert locust.poll() is None and time.monotonic() < deadline, locust.output()[1][-3000:]
+            time.sleep(0.2)
+        endpoints = found[1].split(",")
+        ids = members_by_url(endpoints[0])
+        while locust.poll() is None:
+            for url in endpoints:
+                try:
+                    samples.append((time.time(), url, *applied_and_received(url)))
+                except OSError:  # the run's end stops the members under the last scrapes
+                    continue
+            time.sleep(0.2)
+        result = locust.finish()
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and result.returncode == 0, output[-3000:]
+    assert "peer round trip 0ms through the peer proxy (for cut:leader->follower@3s+6s)" in output
+    [window] = json.loads((tmp_out / "run_disruptions.json").read_text())["windows"]
+    leader, follower = window["members"]
+    assert (
+        window["ok"]
+        and f"{leader}'s messages to {follower} dropped (its messages to {leader} passed)" in (window["result"])
+    ), window
+    [step] = window["steps"]
+    assert step["leader_before"] == step["member"] == leader and step["to"] == follower, step
+
+    def during(member: str) -> list[tuple[int, float, float]]:
+        """The member's (applied index, bytes from the leader, bytes from the follower) inside the cut: a margin
+        after its start for what was on its way, and before its end for the proxy's command."""
+        begin, end = window["started_at"] + 0.5, window["finished_at"] - 0.2
+        return [
+            (applied, received.get(ids[leader], 0.0), received.get(ids[follower], 0.0))
+            for at, url, applied, received in samples
+            if url == member and begin <= at <= end
+        ]
+
+    cut_off, leading = during(follower), during(leader)
+    assert len(cut_off) >= 3 and len(leading) >= 3, samples  # a loaded machine scrapes slowly
+    print(f"\nthe follower during the cut: {cut_off}\nthe leader during the cut: {leading}")
+    # the leader's messages do not reach the follower: it applies nothing and receives no byte from the leader
+    assert len({applied for applied, _, _ in cut_off}) == 1, cut_off
+    assert len({from_leader for _, from_leader, _ in cut_off}) == 1, cut_off
+    # the follower's messages (its votes, as it hears no leader) reach the leader, which goes on committing
+    assert leading[-1][0] > leading[0][0], leading
+    assert leading[-1][2] > leading[0][2], leading
+    # mended: the follower catches up
+    last_applied = max(applied for at, url, applied, _ in samples if url == follower)
+    assert last_applied > cut_off[-1][0], (last_applied, cut_off)

@@ -222,7 +222,7 @@ MALFORMED = {
     "unknown_class": (BASE.replace("EtcdPutUser", "EtcdPutUsr"), "user_class: 'EtcdPutUsr' is not a User class"),
     "axis_and_key": (BASE + "axes:\n  users: [1, 2]\n", "users: also an axis"),
     "fixed_and_axis": (BASE + "fixed:\n  conns: 2\naxes:\n  conns: [1, 2]\n", "axes.conns: also set in fixed.conns"),
-    "members": (BASE + "members: 2\n", "members: 2 is not 1 or 3"),
+    "members": (BASE + "members: 6\n", "members: 6 is not from 1 to 5"),
     "endpoints_in_fixed": (BASE + "fixed:\n  endpoints: http://127.0.0.1:2379\n", "fixed.endpoints: not allowed"),
     "linked_length": (BASE.replace("users: 1\n", "") + "axes:\n  users+conns: [[1, 1], [2]]\n", "axes.users+conns[1]"),
     "key_too_small": (BASE + "axes:\n  key-size: [8, 64]\n", "axes.key-size: combination key-size=8: --etcd-key-size"),

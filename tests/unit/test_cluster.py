@@ -84,10 +84,11 @@ def test_enable_auth_refuses_a_prefix_that_is_not_a_directory():
         LocalCluster(1).enable_auth("root-pw", "bench", "pw", "/locust-etcd")
 
 
-def test_only_one_or_three_members(tmp_path):
-    for members in (0, 2, 5):
-        with pytest.raises(ValueError, match="1 or 3"):
+def test_one_to_five_members(tmp_path):
+    for members in (0, 6):
+        with pytest.raises(ValueError, match="from 1 to 5"):
             LocalCluster(members)
+    assert [LocalCluster(members).size for members in (1, 2, 3, 4, 5)] == [1, 2, 3, 4, 5]
 
 
 # -- the Prometheus text format ----------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def refusal(parser, args: list[str], capsys) -> str:
         (["--etcd-key-size", "abc"], "--etcd-key-size: 'abc' is not a whole number; give one such as 256"),
         (["--etcd-timeout", "soon"], "--etcd-timeout: 'soon' is not a number; give one such as 5.0"),
         (["--etcd-target", "follower"], "--etcd-target: 'follower' is not one of: round-robin, leader"),
-        (["--etcd-local-members", "2"], "--etcd-local-members: 2 is not one of: 1, 3"),
+        (["--etcd-local-members", "6"], "--etcd-local-members: 6 is not one of: 1, 2, 3, 4, 5"),
         (["--etcd-consistency", "x"], "--etcd-consistency: 'x' is not one of: l, s"),
         (["--etcd-conns"], "--etcd-conns: expected one argument"),
         (["--etcd-keysize", "3"], "--etcd-keysize: no such option (did you mean --etcd-key-size?)"),
@@ -82,7 +82,7 @@ def test_good_values_keep_their_types_and_choices_reach_the_form():
     choices = {dest: action.choices for dest, action in parser.args_included_in_web_ui.items() if action.choices}
     assert choices == {
         "etcd_target": ("round-robin", "leader"),
-        "etcd_local_members": (1, 3),
+        "etcd_local_members": (1, 2, 3, 4, 5),
         "etcd_consistency": ("l", "s"),
         "etcd_engine": ("loop", "greenlet"),
         "etcd_arrival": ("fixed", "poisson"),

@@ -46,6 +46,12 @@ URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
         ("delay:leader@1m+30s=50ms±10ms", Disruption("delay", "leader", 60.0, 30.0, PeerRtt(50.0, 10.0))),
         (f"delay:{URL_A}@5+1.5s=50ms+-10ms", Disruption("delay", URL_A, 5.0, 1.5, PeerRtt(50.0, 10.0))),
         ("delay:follower@2s+4s=250us", Disruption("delay", "follower", 2.0, 4.0, PeerRtt(0.25))),
+        ("cut:leader->follower@3s+2s", Disruption("cut", "leader->follower", 3.0, 2.0)),
+        ("cut: follower -> leader @3s+2s", Disruption("cut", "follower->leader", 3.0, 2.0)),
+        ("cut:follower->follower@3s+2s", Disruption("cut", "follower->follower", 3.0, 2.0)),  # two followers
+        (f"cut:{URL_A}/->{URL_B}@1m+30s", Disruption("cut", f"{URL_A}->{URL_B}", 60.0, 30.0)),
+        ("add-learner@4s", Disruption("add-learner", "", 4.0)),
+        ("add-learner=c@4s", Disruption("add-learner", "", 4.0, value="c")),
     ],
 )
 def test_each_good_item_parses_to_its_record(item, expected):
@@ -91,7 +97,7 @@ def test_a_schedule_keeps_its_items_in_the_order_given():
         ("compact@10s=5", "has its =KEEP in the wrong place; write compact=KEEP@TIME"),
         (
             "defrag=5@10s",
-            "has '=' where only compact=KEEP (the revisions to keep, a whole number) or "
+            "has '=' where only compact=KEEP (the revisions to keep, a whole number), "
             "delay:MEMBER@TIME+DURATION=RTT (a round trip above zero",
         ),
         ("kill@10s+5s=40ms", "has '=' where only compact=KEEP"),
@@ -113,6 +119,17 @@ def test_a_schedule_keeps_its_items_in_the_order_given():
         ("freeze@10s+0s", "has no duration after '+'"),
         ("freeze@10s+", "has no duration after '+'"),
         ("kill@10s+5q", "has no duration after '+'"),
+        ("cut@10s+5s", "names no two members: cut goes from one member to another, cut:A->B@TIME+DURATION"),
+        ("cut:leader@10s+5s", "names no two members: cut goes from one member to another"),
+        ("cut:leader->@10s+5s", "names no two members"),
+        ("cut:leader->follower->leader@10s+5s", "names no two members"),
+        ("cut:leader->leader@10s+5s", "names leader on both sides; cut goes from one member to another"),
+        (f"cut:{URL_A}->{URL_A}/@10s+5s", f"names {URL_A} on both sides"),
+        ("cut:all->leader@10s+5s", "names member 'all'; cut takes leader, follower, a client URL"),
+        ("cut:leader->follower@10s", "has no +DURATION: cut needs how long"),
+        ("cut:leader->follower@10s+5s=40ms", "has '=' where only compact=KEEP"),
+        ("add-learner=@10s", "has no ZONE after '=': a zone's name of --etcd-local-zones"),
+        ("add-learner=b!@10s", "has no ZONE after '='"),
     ],
 )
 def test_each_bad_item_is_refused_in_one_line_with_the_expected_form(item, why):
@@ -158,6 +175,7 @@ def test_local_endpoints_take_every_action():
         ("defrag@1s,kill:follower@5s+3s", "'kill:follower@5s+3s' signals a member's process"),
         ("partition:leader@5s+3s", "'partition:leader@5s+3s' cuts a member's links in the peer proxy"),
         ("delay@5s+3s=40ms", "'delay:follower@5s+3s=40ms' delays a member's links in the peer proxy"),
+        ("cut:leader->follower@5s+3s", "'cut:leader->follower@5s+3s' cuts a member's links in the peer proxy"),
     ],
 )
 def test_local_actions_against_endpoints_the_tool_did_not_start_are_refused_even_when_allowed(items, refused):
@@ -190,6 +208,17 @@ def test_a_follower_needs_more_than_one_member():
         check_allowed(schedule, [URL_A], local=True, allowed=False)
 
 
+def test_both_members_of_a_cut_are_checked_against_the_endpoints():
+    check_allowed(parse_schedule("--etcd-disrupt", f"cut:{URL_A}->leader@1s+1s"), [URL_A, URL_B], True, False)
+    schedule = parse_schedule("--etcd-disrupt", "cut:leader->http://10.0.0.9:2379@1s+1s")
+    with pytest.raises(ScheduleError, match=r"names http://10.0.0.9:2379, which is not among the endpoints"):
+        check_allowed(schedule, [URL_A, URL_B], local=True, allowed=False)
+    with pytest.raises(ScheduleError, match=r"'cut:follower->leader@1s\+1s' needs a follower, and the cluster has one"):
+        check_allowed(parse_schedule("--etcd-disrupt", "cut:follower->leader@1s+1s"), [URL_A], True, False)
+    assert parse_item("cut:leader->follower@1s+1s").members_named == ("leader", "follower")
+    assert parse_item("defrag:all@1s").members_named == ("all",) and parse_item("compact@1s").members_named == ()
+
+
 # a value each action that needs one takes, and what it parses to
 NEEDED_VALUES = {"RTT": ("40ms", PeerRtt(40.0))}
 
@@ -199,6 +228,8 @@ def test_every_action_of_the_table_parses_with_its_default_member_and_its_durati
     action, member = ACTIONS[name], ACTIONS[name].default_member
     if action.names_command:  # no default: the command's name
         name, member = f"{name}:drain", "drain"
+    if action.between:  # no default: both members
+        name, member = f"{name}:leader->follower", "leader->follower"
     text, value = "", None
     if action.value is not None and action.value.required:
         text, value = NEEDED_VALUES[action.value.name]
@@ -219,10 +250,12 @@ def test_every_action_of_the_table_parses_with_its_default_member_and_its_durati
 
 
 def test_a_value_is_where_its_action_writes_it_and_the_help_shows_that_form():
-    assert [ACTIONS[name].form for name in ("compact", "delay", "kill")] == [
+    assert [ACTIONS[name].form for name in ("compact", "delay", "kill", "cut", "add-learner")] == [
         "compact[=KEEP]",
         "delay:MEMBER@TIME+DURATION=RTT",
         "kill",
+        "cut:A->B@TIME+DURATION",
+        "add-learner[=ZONE]",
     ]
     assert parse_item("compact=5@1s").keep == 5 and parse_item("compact@1s").keep == 0
     assert parse_item("delay@1s+2s=40ms±4ms").text == "delay:follower@1s+2s=40ms±4ms"

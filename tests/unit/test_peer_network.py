@@ -15,12 +15,13 @@ import gevent
 import pytest
 
 from etcd_users.disruptions import partition
-from etcd_users.disruptions.actions import ActionError, agreed_leader, leader_of
+from etcd_users.disruptions.actions import ActionError, Done, agreed_leader, leader_of, resolve_pair
 from etcd_users.disruptions.partition import leadership
-from etcd_users.local import ClusterError
+from etcd_users.local import ClusterError, peer_proxy
 from etcd_users.local.peer_links import PROXY_SCRIPT, PeerLinks
-from etcd_users.local.peer_proxy import PeerProxy
+from etcd_users.local.peer_proxy import PeerProxy, _diagnosed_inode, _socket_inode, dialing_link
 from etcd_users.settings import Endpoint, SettingsError
+from etcd_users.settings.disruption_schedule import parse_item
 from etcd_users.settings.network import PeerRtt, parse_peer_rtt, timing_ms, timing_warnings
 from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import MemberStatus
@@ -520,3 +521,185 @@ def test_a_member_added_gets_a_link_that_forwards_and_is_cut_like_the_others():
         assert members.proxy.command("link 1").startswith("error unknown command")
 
     _in_process(test)
+
+
+# -- per pair of members, traced probes, one-way cuts --
+
+
+def test_a_pair_s_delay_is_between_its_two_members_both_ways_and_no_other():
+    async def test(members: Members) -> None:
+        assert members.proxy.command("pair 20 0 0 1") == "ok pair 20 0 0 1"  # a and b: 40 ms more round trip
+        a_to_b, b_to_a = await members.round_trip_ms("a", 1), await members.round_trip_ms("b", 0)
+        c_to_a, a_to_c, c_to_b = [await members.round_trip_ms(*hop) for hop in (("c", 0), ("a", 2), ("c", 1))]
+        # lower bounds: the proxy never writes a chunk early; the other pairs only by the loop's own latency
+        assert min(a_to_b, b_to_a) >= 40 - 1, (a_to_b, b_to_a)
+        assert max(c_to_a, a_to_c, c_to_b) < 20, (c_to_a, a_to_c, c_to_b)
+        assert members.proxy.command("pair 0 0 1 0") == "ok pair 0 0 1 0"  # none again, either order
+        assert await members.round_trip_ms("a", 1) < 20
+
+    _in_process(test)
+
+
+def test_a_pair_adds_to_the_global_delay_and_to_the_larger_delay_of_its_members():
+    async def test(members: Members) -> None:
+        members.proxy.set_delay(5.0)
+        members.proxy.command("pair 50 0 0 1")
+        members.proxy.command("delay 100 0 1")
+        # 2 × (5 + 50 + 100) = 310 ms: a zone's round trip and a member's delay add up
+        assert 310 - 1 <= await members.round_trip_ms("a", 1) < 510
+        assert 210 - 1 <= await members.round_trip_ms("c", 1) < 310, "c and b: b's own and the global one"
+
+    _in_process(test)
+
+
+def test_a_connection_that_names_no_sender_is_traced_to_the_member_process_that_dialed_it():
+    async def test(members: Members) -> None:
+        members.proxy.command("pair 20 0 0 1")
+        assert await members.round_trip_ms(None, 0) < 20  # no member's process known: only the link's own rules
+        # this process stands for member b: its connections are b's, as etcd's prober's are its member's
+        assert members.proxy.command(f"pid 1 {os.getpid()}") == f"ok pid 1 {os.getpid()}"
+        assert await members.round_trip_ms(None, 0) >= 40 - 1
+        assert members.proxy.traces == 1  # traced once a member's process is known
+        assert members.proxy.command("blackhole 1") == "ok blackhole 1"  # b's probes are cut off with it
+        with pytest.raises((ConnectionError, asyncio.IncompleteReadError)):
+            await members.round_trip_ms(None, 0)
+
+    _in_process(test)
+
+
+def test_a_socket_is_traced_to_the_process_that_holds_it_or_to_none(monkeypatch):
+    class Linked:  # a link as the tracing reads it: the process of its member
+        def __init__(self, pid: int | None) -> None:
+            self.pid = pid
+
+    with socket.create_server(("127.0.0.1", 0)) as server, socket.create_connection(server.getsockname()) as client:
+        mine, other, unknown = Linked(os.getpid()), Linked(1), Linked(None)
+        port, listen = client.getsockname()[1], server.getsockname()[1]
+        assert dialing_link([unknown, other, mine], port, listen) is mine
+        assert dialing_link([unknown, other], port, listen) is None
+        assert dialing_link([mine], port, listen + 1) is None  # no such connection
+        # the kernel's socket diagnostics and its table name the one socket the client holds, and neither names another
+        inode = str(os.fstat(client.fileno()).st_ino)
+        assert _diagnosed_inode(port, listen) == inode and _socket_inode(port, listen) == inode
+        assert _diagnosed_inode(port, listen + 1) is None
+        # where netlink is refused (a protocol the kernel does not have, here), the table is read instead
+        monkeypatch.setattr(peer_proxy, "NETLINK_SOCK_DIAG", 31)
+        with pytest.raises(OSError):
+            _diagnosed_inode(port, listen)
+        assert _socket_inode(port, listen) == inode and _socket_inode(port, listen + 1) is None
+
+
+async def _exchange(members: Members, sender: str, index: int, target: str, data: bytes) -> bytes:
+    """What comes back over a new connection ``sender`` dials to link ``index`` when it writes its header, naming
+    ``target``, then ``data``: every byte the echo sends until it has been quiet for 0.3 s."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", members.proxy.links[index].listen_port)
+    received = b""
+    try:
+        writer.write(_header(sender, target))
+        await asyncio.sleep(0.05)  # the header read on its own, as etcd's first request is
+        writer.write(data)
+        while chunk := await asyncio.wait_for(reader.read(65536), 0.3):
+            received += chunk
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        writer.close()
+    return received
+
+
+def test_a_one_way_cut_drops_what_the_first_member_writes_to_the_second_and_passes_the_rest():
+    async def test(members: Members) -> None:
+        assert members.proxy.command("cut 0 1") == "ok cut 0 1"  # a's bytes to b are dropped
+        header_ab, header_ba = _header("a", "b"), _header("b", "a")
+        # a dialed b: its request opens the connection and reaches b, whose answer (the echo) reaches a; what a
+        # writes after it is dropped. b dialed a: what b writes reaches a, and a's answers (the echo) are dropped
+        assert await _exchange(members, "a", 1, "b", b"ping") == header_ab
+        assert await _exchange(members, "b", 0, "a", b"ping") == b""
+        # the other pairs, and b's messages on connections it dialed elsewhere, are left alone
+        assert await _exchange(members, "c", 0, "a", b"ping") == _header("c", "a") + b"ping"
+        assert await _exchange(members, "b", 2, "c", b"ping") == _header("b", "c") + b"ping"
+        assert ":dropped=" in members.proxy.command("stats").split()[1]
+        # a connection open across the cut's end lost bytes: closed at the end, a stream with a hole cannot go on
+        reader, writer = await asyncio.open_connection("127.0.0.1", members.proxy.links[0].listen_port)
+        writer.write(header_ba)
+        await asyncio.sleep(0.05)
+        writer.write(b"lost")  # echoed by a, dropped
+        await asyncio.sleep(0.3)
+        assert members.proxy.command("uncut 0 1") == "ok uncut 0 1 closed 1"
+        assert await asyncio.wait_for(reader.read(), 2) == b""  # its end, none of what was dropped
+        writer.close()
+        assert await _exchange(members, "b", 0, "a", b"pong") == header_ba + b"pong"
+        assert members.proxy.command("uncut 0 1") == "ok uncut 0 1 closed 0"  # a connection that lost nothing stays
+        assert members.proxy.command("cut 1 1") == "error a cut from link 1 to itself"
+        assert members.proxy.command("cut 0 3") == "error no link '3': an index from 0 to 2, or all"
+
+    _in_process(test)
+
+
+def test_the_cluster_s_proxy_process_takes_pairs_processes_and_cuts_as_commands(proxied):
+    proxied.member_pid(0, os.getpid())
+    with pytest.raises(ClusterError, match=r"refused 'pair 5 1 0 1': error no link '1'"):
+        proxied.pair(0, 1, PeerRtt(10.0, 2.0))
+    with pytest.raises(ClusterError, match=r"refused 'cut 0 0': error a cut from link 0 to itself"):
+        proxied.cut(0, 0)
+    with pytest.raises(ClusterError, match=r"refused 'pid 0 x'"):
+        proxied.command("pid 0 x")
+
+
+def test_a_cut_names_two_members_and_a_follower_second_is_another_follower():
+    leader, first, second = _status(1, 1), _status(2, 1), _status(3, 1)
+    statuses = [leader, first, second]
+    assert resolve_pair("leader", "follower", statuses) == (leader, first)
+    assert resolve_pair("follower", "follower", statuses) == (first, second)
+    assert resolve_pair("follower", "leader", statuses) == (first, leader)
+    assert resolve_pair(second.endpoint.url, "follower", statuses) == (second, first)
+    with pytest.raises(ActionError, match=r"^no follower other than http://127.0.0.1:2381 answers"):
+        resolve_pair("follower", "follower", [leader, first])
+    with pytest.raises(ActionError, match=r"^http://127.0.0.1:2380 and leader are one member now"):
+        resolve_pair(leader.endpoint.url, "leader", statuses)
+
+
+class _Links:
+    """A local etcd's links as a one-way cut drives them, recorded."""
+
+    def __init__(self, statuses: list[MemberStatus]) -> None:
+        self.endpoints = [status.endpoint.url for status in statuses]
+        self.calls: list[tuple[str, int, int]] = []
+
+    def cut_link(self, writer: int, reader: int) -> None:
+        self.calls.append(("cut", writer, reader))
+
+    def mend_link(self, writer: int, reader: int) -> None:
+        self.calls.append(("mend", writer, reader))
+
+
+def test_a_one_way_cut_is_mended_after_its_duration_and_its_window_tells_the_leadership(monkeypatch):
+    monkeypatch.setattr(partition, "POLL_S", 0.01)
+    statuses = [_status(1, 1), _status(2, 1), _status(3, 1)]
+    cluster, done = _Links(statuses), Done()
+    partition.cut(cluster, statuses, parse_item("cut:leader->follower@1s+0.2s"), done, lambda _ask: statuses)
+    leader, follower = cluster.endpoints[:2]
+    assert cluster.calls == [("cut", 0, 1), ("mend", 0, 1)]
+    assert done.members == [leader, follower]
+    assert done.result.startswith(f"{leader}'s messages to {follower} dropped (its messages to {leader} passed) for ")
+    assert done.result.endswith(
+        f"{leader} kept the lead during the cut, {leader} the leader 0.00 s after its end (term 2)"
+    )
+    [step] = done.steps
+    assert (step["member"], step["to"], step["leader_before"], step["leader_during"]) == (
+        leader,
+        follower,
+        leader,
+        leader,
+    )
+
+
+def test_a_one_way_cut_interrupted_by_the_run_s_stop_is_mended_on_the_way_out():
+    statuses = [_status(1, 1), _status(2, 1), _status(3, 1)]
+    cluster = _Links(statuses)
+    window = gevent.spawn(
+        partition.cut, cluster, statuses, parse_item("cut:follower->leader@1s+30s"), Done(), lambda _ask: statuses
+    )
+    gevent.sleep(0.2)
+    window.kill(block=True)
+    assert cluster.calls == [("cut", 1, 0), ("mend", 1, 0)]

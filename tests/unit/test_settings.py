@@ -174,7 +174,7 @@ BAD_OPTIONS = [
     bad("etcd_endpoints", "http://\udcff:1", "--etcd-endpoints: 'http://\\udcff:1' is not UTF-8 text"),
     bad("etcd_disrupt_command", ["ls -l"], "--etcd-disrupt-command: 'ls -l' has no NAME= before its command; "
         "expected NAME=COMMAND"),
-    bad("etcd_local_members", 2, "--etcd-local-members: 2 is not one of: 1, 3"),
+    bad("etcd_local_members", 6, "--etcd-local-members: 6 is not one of: 1, 2, 3, 4, 5"),
     bad("etcd_local_peer_rtt", "10", "--etcd-local-peer-rtt: '10' is not a round trip; write a duration with its "
         "unit, optionally with a jitter: 10ms, 10ms±2ms or 10ms+-2ms"),
     bad("etcd_local_zones", "a,a,a", "--etcd-local-zones: 'a,a,a' puts every member in one zone; give two zones at "
