@@ -165,3 +165,24 @@ def test_a_member_added_joins_a_zone_and_gets_its_round_trip_to_the_members_of_t
     assert cluster.add_member("a") == 6 and cluster.zone(6) == "a"
     assert proxy.sent == ["link"] + [f"pair {index} 6 30ms" for index in (2, 3, 4, 5)]
     assert cluster.describe_peer_network() == "peer round trip 0ms through the peer proxy, zones a,a,b,b,c 30ms apart"
+
+
+def test_a_schedule_that_cuts_or_slows_links_has_the_peer_proxy_without_a_round_trip_asked(tmp_path):
+    from etcd_users.local import cluster_from_settings
+    from etcd_users.local.peer_links import PeerLinks
+    from etcd_users.target_cluster import _check_proxy
+
+    settings = _settings(disrupt="cut:leader->follower@3s+2s")
+    cluster, _ = cluster_from_settings(settings, 3)
+    assert cluster.peer_rtt == PeerRtt(0.0) and settings.local_peer_rtt is None  # the proxy, at 0ms
+    assert cluster_from_settings(_settings(disrupt="kill@3s+2s"), 3)[0].peer_rtt is None  # none needed: none
+    # a web UI run on a local etcd started without the proxy: refused in one line
+    with pytest.raises(SettingsError) as refused:
+        _check_proxy(LocalCluster(3), settings)
+    assert str(refused.value) == (
+        "--etcd-disrupt: 'cut:leader->follower@3s+2s' cuts a member's messages to another in the peer proxy, and the "
+        "local etcd started without it; start the tool again with this schedule, or with --etcd-local-peer-rtt 0ms"
+    )
+    proxied = LocalCluster(3, peer_rtt=PeerRtt(0.0))
+    proxied.peer_links = PeerLinks([], PeerRtt(0.0), tmp_path / "proxy.log")  # its proxy, as a start makes it
+    _check_proxy(proxied, settings)
