@@ -25,8 +25,6 @@ from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,
     LEADER_LOST_LABELS,
     SLOW_MEMBER_LABELS,
-    UNANSWERED_LABELS,
-    AbandonedCall,
     EndpointError,
     error_label,
 )
@@ -442,9 +440,8 @@ class EtcdClient:
         except BaseException:
             connection.call_ended(token, False, 0.0)  # killed or closed while waiting: no answer
             raise
-        answered = error is None or error_label(error) not in UNANSWERED_LABELS  # etcd's own error is an answer
-        if not connection.call_ended(token, answered, ended) and error is not None:
-            error = AbandonedCall()  # the pool left the member out and closed the channel under this call
+        # counted out; a call the pool abandoned is reported as the loop engine's are (transport.errors.call_error)
+        error = connection.call_finished(token, error, seconds, ended, self.session.settings.timeout)
         return result, error, seconds, ended
 
     def _report(self, name: str, result, error: BaseException | None, seconds: float, ended: float):

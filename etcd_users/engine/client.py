@@ -28,8 +28,6 @@ from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,
     LEADER_LOST_LABELS,
     SLOW_MEMBER_LABELS,
-    UNANSWERED_LABELS,
-    AbandonedCall,
     EndpointError,
     error_label,
 )
@@ -88,9 +86,8 @@ class LoopClient:
         except Exception as failure:  # counted under etcd's label, never raised into the loop
             answer, error = None, failure
         ended = time.perf_counter()
-        answered = error is None or error_label(error) not in UNANSWERED_LABELS  # etcd's own error is an answer
-        if not connection.call_ended(token, answered, ended) and error is not None:
-            error = AbandonedCall()  # the pool left the member out and closed the channel under this call
+        # counted out; a call the pool abandoned is reported as EtcdClient's are (transport.errors.call_error)
+        error = connection.call_finished(token, error, ended - started, ended, self._timeout)
         return answer, error, ended - started, ended
 
     async def call(self, method: attrgetter, request: bytes, name: str, connection: Connection | None = None):

@@ -7,8 +7,9 @@ member's Status, and makes it again whenever a call fails with a leader-lost or 
 A member that stops answering (frozen, partitioned) keeps its connections open and lets calls wait for their
 deadline, and closed-loop users soon all wait on it. So a watchdog on the loop thread looks for a member whose calls
 have had no answer for ``stall_seconds`` and looks again at once, with that short timeout: a member that does not
-answer its Status leaves the rotation, its connections are replaced (the calls waiting on them end, as ``UNAVAILABLE``),
-and it is probed in the background until it answers. With ``--etcd-target leader`` the users wait while the members
+answer its Status leaves the rotation, its connections are replaced (the calls waiting on them end, as ``UNAVAILABLE``;
+one that had already waited its whole deadline as ``DEADLINE_EXCEEDED``: ``errors.call_error``), and it is probed in
+the background until it answers. With ``--etcd-target leader`` the users wait while the members
 elect a new leader, and go to it as soon as the members name it.
 
 Every coroutine here runs on the transport's loop thread; the pool's selection methods run on the gevent thread
@@ -30,7 +31,7 @@ from etcd3.etcdrpc import rpc_pb2, rpc_pb2_grpc
 
 from etcd_users.settings import CLIENT_MAX_SEND_BYTES, Endpoint, EtcdSettings
 from etcd_users.transport import learners, membership
-from etcd_users.transport.errors import EndpointError, error_detail
+from etcd_users.transport.errors import UNANSWERED_LABELS, EndpointError, call_error, error_detail, error_label
 from etcd_users.transport.wire import RawKV
 
 logger = logging.getLogger(__name__)
@@ -55,10 +56,10 @@ _LEADER_POLL_SECONDS = 0.01
 class Connection:
     """One gRPC channel to one endpoint, with its stubs and auth metadata.
 
-    Each unary call is counted in and out with ``call_started`` and ``call_ended`` (gevent thread), for the pool's
-    watchdog: ``pending`` is the calls in flight, ``answered_at`` when the last one was answered (or when the connection
-    became busy), in ``time.perf_counter()`` seconds. ``generation`` counts the channels: a call made on an older one
-    was abandoned.
+    Each unary call is counted in and out with ``call_started`` and ``call_finished`` (on the thread that made it), for
+    the pool's watchdog: ``pending`` is the calls in flight, ``answered_at`` when the last one was answered (or when the
+    connection became busy), in ``time.perf_counter()`` seconds. ``generation`` counts the channels: a call made on an
+    older one was abandoned.
     """
 
     def __init__(self, endpoint: Endpoint, channel: grpc.aio.Channel) -> None:
@@ -97,6 +98,15 @@ class Connection:
         if answered:
             self.answered_at = at
         return True
+
+    def call_finished(
+        self, token: int, error: BaseException | None, seconds: float, ended: float, timeout: float
+    ) -> BaseException | None:
+        """Count out a finished call (``call_ended``) and return the error to report it with (``errors.call_error``):
+        ``seconds`` from its start to its status at ``ended``, under a deadline of ``timeout`` seconds."""
+        answered = error is None or error_label(error) not in UNANSWERED_LABELS  # etcd's own error is an answer
+        current = self.call_ended(token, answered, ended)
+        return call_error(error, not current, seconds, timeout)
 
     def stalled(self, now: float, after: float) -> bool:
         """Calls wait on this connection and none was answered for ``after`` seconds."""

@@ -3,6 +3,7 @@
 import pytest
 
 from etcd_users import hdr
+from etcd_users.disruptions.cost import cost, describe
 from etcd_users.disruptions.span import longest_silence, span_cost
 from etcd_users.latency import store as store_module
 from etcd_users.latency.store import LatencyStore
@@ -140,6 +141,25 @@ def test_errors_count_when_their_request_was_out(recorded):
     figures = span_cost(timeline, "put", start + 0.5, start + 0.6, start + 1.0)
     assert figures.errors_by_label == {"raft proposal dropped": 1, "etcdserver: request timed out": 1}
     assert figures.errors == 2
+
+
+def test_a_freeze_s_calls_that_ran_out_of_time_and_those_the_pool_cut_short_are_told_apart(recorded):
+    start = 5000.0
+    parts = recorded(
+        [(start + 0.001 * i, 1.0) for i in range(10)],
+        failures=[
+            (start + 2.5, 2000.0, "DEADLINE_EXCEEDED"),  # sent at 0.5 s: its 2 s timeout ran out as it was abandoned
+            (start + 2.5, 1500.0, "UNAVAILABLE"),  # sent at 1.0 s: cut short when the pool left its member out
+            (start + 2.5, 1200.0, "UNAVAILABLE"),
+        ],
+    )
+    timeline = Timeline(keep_s=60)
+    for part in parts:
+        timeline.add(part)
+    figures = span_cost(timeline, "put", start + 1.0, start + 2.5, start + 3.0)
+    assert figures.errors_by_label == {"DEADLINE_EXCEEDED": 1, "UNAVAILABLE": 2}
+    line = describe(cost("put", {}, start + 1.0, start + 2.5, span=figures), figures.errors_by_label)
+    assert "3 errors of 3 requests (DEADLINE_EXCEEDED ×1, UNAVAILABLE ×2)" in line
 
 
 def test_the_merge_is_a_union_of_slots():

@@ -6,7 +6,7 @@ import asyncio
 import grpc
 import pytest
 
-from etcd_users.transport.errors import AbandonedCall, error_detail, error_label
+from etcd_users.transport.errors import AbandonedCall, ExpiredCall, call_error, error_detail, error_label
 
 
 def rpc_error(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
@@ -47,3 +47,22 @@ def test_errors_of_the_tool_itself():
     assert error_label(asyncio.TimeoutError()) == "DEADLINE_EXCEEDED"
     assert error_label(asyncio.CancelledError()) == "CANCELLED"  # gRPC's label, never the Python type
     assert error_label(ValueError("boom")) == "ValueError: boom"
+
+
+def test_a_call_the_pool_abandoned_is_unavailable_unless_it_had_run_out_of_time():
+    timeout = 2.0
+    closed = asyncio.CancelledError()  # what a call gets when the pool closes its channel under it
+    # cut short by the pool before its deadline: UNAVAILABLE, as etcd's Go client says of a call on a closed connection
+    assert error_label(call_error(closed, True, 1.2, timeout)) == "UNAVAILABLE"
+    # it had waited its whole deadline when the pool's look at its member ended it: it ran out of time
+    expired = call_error(closed, True, 2.0, timeout)
+    assert isinstance(expired, ExpiredCall) and error_label(expired) == "DEADLINE_EXCEEDED"
+    # gRPC's deadline ended it first: its label stays, though the pool replaced its channel before it was counted out
+    deadline = rpc_error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+    assert call_error(deadline, True, 2.0, timeout) is deadline
+    # etcd answered: its own error, whatever became of the channel after
+    refused = rpc_error(grpc.StatusCode.UNAVAILABLE, "etcdserver: leader changed")
+    assert call_error(refused, True, 0.1, timeout) is refused
+    # a call on the channel in use keeps its error; a success is a success
+    assert call_error(closed, False, 2.5, timeout) is closed
+    assert call_error(None, True, 2.5, timeout) is None

@@ -13,7 +13,7 @@ import pytest
 
 from etcd_users.features import OPTIONS
 from etcd_users.settings import Endpoint, settings_from_options
-from etcd_users.transport.errors import EndpointError
+from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import Connection, EndpointPool, MemberStatus
 
 URLS = ("http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379")
@@ -246,3 +246,19 @@ def test_only_an_answer_on_the_current_channel_counts():
     assert not connection.call_ended(abandoned, False, busy_since + 2.0)
     assert not connection.call_ended(answered, True, busy_since + 3.0)  # an answer on the old channel is not counted
     assert connection.answered_at == busy_since and connection.pending == 0
+
+
+def test_a_call_counted_out_is_reported_by_what_became_of_it():
+    connection = Connection(A, _Channel())
+    cut_short, ran_out, in_time = (connection.call_started() for _ in range(3))
+    connection.generation += 1  # the pool left the member out: the calls above were abandoned
+    now = connection.answered_at + 2.0
+    assert error_label(connection.call_finished(cut_short, asyncio.CancelledError(), 0.8, now, 2.0)) == "UNAVAILABLE"
+    assert (
+        error_label(connection.call_finished(ran_out, asyncio.CancelledError(), 2.0, now, 2.0)) == "DEADLINE_EXCEEDED"
+    )
+    current = connection.call_started()
+    timed_out = asyncio.TimeoutError()
+    assert connection.call_finished(current, timed_out, 2.0, now, 2.0) is timed_out  # on the channel in use: as it came
+    assert connection.call_finished(in_time, None, 0.1, now, 2.0) is None
+    assert connection.pending == 0
