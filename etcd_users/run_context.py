@@ -39,6 +39,7 @@ from etcd_users.session import Session
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
+from etcd_users.transport.pool import EndpointPool
 from etcd_users.watchers.state import ProcessWatchers
 from etcd_users.watchers.tally import WatchTally
 
@@ -112,6 +113,12 @@ class RunContext:
                             self._session_error = str(error)
                         raise StopUser() from None
         return self._session
+
+    def users_pool(self) -> EndpointPool | None:
+        """The pool of this process's users once they opened their session (never opens one): where their requests go
+        now, and the members it left out. None on a master, or before any user."""
+        session = self._session
+        return session.pool if session is not None else None
 
     def loop_results(self) -> LoopResults:
         """Where the session's users on the loop thread add their results (``etcd_users.engine``), made on first use."""

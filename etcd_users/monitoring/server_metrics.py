@@ -225,16 +225,16 @@ class Scraper:
             charset = response.headers.get_content_charset() or "utf-8"
             return parse_scrape(response.read().decode(charset, "replace"))
 
+    def answer(self, url: str) -> Scrape | str:
+        """A scrape of ``url``, or why it failed in one line."""
+        try:
+            return self.fetch(url)
+        except Exception as error:  # whatever the member sent back, a row with the error and the run goes on
+            return describe_error(error, self.timeout)
+
     def fetch_all(self, urls: Sequence[str]) -> list[Scrape | str]:
         """Every URL at once; a scrape, or why it failed in one line, for each."""
-
-        def one(url: str) -> Scrape | str:
-            try:
-                return self.fetch(url)
-            except Exception as error:  # whatever the member sent back, a row with the error and the run goes on
-                return describe_error(error, self.timeout)
-
-        jobs = [gevent.spawn(one, url) for url in urls]
+        jobs = [gevent.spawn(self.answer, url) for url in urls]
         gevent.joinall(jobs)
         return [job.value for job in jobs]
 

@@ -3,13 +3,14 @@
 - "etcd latency": the exact percentiles of every request name from the merged HDR histograms of
   ``etcd_users.latency`` (count, failures, P50, P90, P99, P99.9, max in ms), with a CSV download of the same
   table in the columns of ``PREFIX_latency.csv``;
-- "etcd endpoints": the run's endpoints, one row per member, with the leader marked (from each member's
-  ``etcd_server_is_leader`` on /metrics, fetched in the background at most every ``ENDPOINTS_MAX_AGE_S``) and the
-  leader changes it has seen since the run started (``etcd_server_leader_changes_seen_total`` counts the member's
-  first election too: a fresh cluster would show 1);
+- "etcd endpoints": one row per member as the run follows the membership, its role (the leader marked, one that does
+  not answer said so at once), whether it receives requests, and the leader changes it has seen since the run started
+  (``etcd_users.reporting.endpoints_tab``);
 - "etcd SLA": the ``--etcd-sla`` gates evaluated on the data so far, or how to add some; under them, with a load shape,
   each level judged so far (its verdict and the measured values it was judged on), and each ``disrupt:`` gate on
-  every window whose cost is known;
+  every window whose cost is known. A gate is ``WAITING`` until there is something to judge it on: before the run
+  starts, while nothing it reads was measured, while its window waits or is measured; once the run is over it is
+  judged as the run's verdict judges it;
 - "etcd watchers": the watchers' figures so far (``etcd_users.watchers.tally``): watchers, events and their rate,
   progress notifications, how many revisions behind, cancellations by etcd's reason, whether the client kept up;
   on a master, its workers' as they last reported them (every 3 s). A watcher-only run (``EtcdWatcherUser``) counts
@@ -40,10 +41,9 @@ import io
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import gevent
 from flask import jsonify, make_response, request
 from werkzeug.datastructures import ImmutableMultiDict
 
@@ -55,9 +55,9 @@ from etcd_users.judged_shape import judged_shape
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
-from etcd_users.monitoring import server_metrics
+from etcd_users.reporting.endpoints_tab import EndpointsTab
 from etcd_users.run_context import run_context
-from etcd_users.settings import EtcdSettings
+from etcd_users.settings import EtcdSettings, Gate
 from etcd_users.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
 from etcd_users.watchers.tally import WatchTally, percentile
 
@@ -75,7 +75,10 @@ SECRET_DESTS = frozenset(option.dest for option in OPTIONS if option.secret)
 _FIRST = ("etcd_endpoints", "etcd_target", "etcd_sla")
 FORM_ORDER = _FIRST + tuple(option.dest for option in OPTIONS if option.dest not in _FIRST)
 RUNNING_STATES = ("spawning", "running")  # locust.runners' STATE_SPAWNING and STATE_RUNNING
-LEADER_CHANGES = "etcd_server_leader_changes_seen_total"  # counts the member's first election too
+NOT_STARTED_STATE = "ready"  # locust.runners' STATE_INIT: no run yet
+OVER_STATE = "stopped"  # locust.runners' STATE_STOPPED: the run's figures are final
+WAITING = "WAITING"  # a gate with nothing to judge yet, beside PASS and FAIL
+NOT_STARTED = "the run has not started"
 SLA_HINT = (
     "No gates: type them into the start form's Etcd Sla field (New), or give --etcd-sla, e.g. "
     "put:p99<15ms,errors<0.1%,qps>1000"
@@ -93,8 +96,6 @@ FORM_CSS = """
 .MuiAccordionDetails-root .MuiOutlinedInput-notchedOutline { top: 0; }
 """
 
-ENDPOINTS_MAX_AGE_S = 5.0
-ENDPOINTS_TIMEOUT_S = 2.0  # per /metrics page: a hung member shows as unreachable, never holds up the page
 STATS_MAX_AGE_S = 1.0  # several open browsers share one computation
 
 TABS = [
@@ -191,17 +192,51 @@ def latency_csv(recorder: LatencyRecorder) -> str:
     return out.getvalue()
 
 
-def sla_rows(results: list[sla.Result]) -> list[dict[str, str]]:
+def sla_rows(results: list[sla.Result], waiting_for: list[str] | None = None) -> list[dict[str, str]]:
+    """One row per result; ``waiting_for``: what each result waits for before it is judged ('': judged), shown in
+    place of its measure under ``WAITING``."""
     if not results:
         return [{"name": SLA_HINT, "measured": "", "verdict": ""}]
+    waiting_for = waiting_for or [""] * len(results)
     return [
         {
             "name": f"{result.label} {result.gate.limit}",
-            "measured": result.shown,
-            "verdict": "PASS" if result.passed else "FAIL",
+            "measured": waits or result.shown,
+            "verdict": WAITING if waits else "PASS" if result.passed else "FAIL",
         }
-        for result in results
+        for result, waits in zip(results, waiting_for, strict=True)
     ]
+
+
+def request_gate_waits(result: sla.Result, started: bool, over: bool) -> str:
+    """What a request gate's result waits for ('': nothing, it stands): before the run, the run; during it, a
+    measure (a gate on a name that has not run yet, a latency without a success); once the run is over, nothing."""
+    if not started:
+        return NOT_STARTED
+    if over or result.measured is not None:
+        return ""
+    return f"nothing measured yet ({result.shown})"
+
+
+def disrupt_gate_results(
+    gates: Sequence[Gate], items: tuple[str, ...], windows: list[dict], over: bool
+) -> tuple[list[sla.Result], list[str]]:
+    """Each ``disrupt:`` gate on each item of the schedule, with what it waits for: its window's cost, unless the
+    action failed or, the run over (``over``), its item was never reached."""
+    results, waiting_for = [], []
+    for gate in gates:
+        for index, item in enumerate(items):
+            window = windows[index] if index < len(windows) else None
+            judged = disruption_gates.judge_window(gate, item, window)
+            if window is None:
+                waits = "" if over else "its disruption"
+            elif window.get("cost") or window.get("ok") is False:
+                waits = ""
+            else:
+                waits = "its disruption's cost"
+            results.append(judged)
+            waiting_for.append(f"waiting for {waits}" if waits else "")
+    return results, waiting_for
 
 
 def disruption_rows(items: tuple[str, ...], windows: list[dict], over: bool) -> list[dict[str, str]]:
@@ -280,49 +315,6 @@ def level_rows(shape_record: dict | None) -> list[dict[str, str]]:
     return rows
 
 
-def leader_changes(scrapes: list, baselines: dict[str, float], urls: list[str]) -> None:
-    """Take each member's first count of the run as its baseline (in place); a count below it, the member's own
-    restart, starts a new one."""
-    for url, scrape in zip(urls, scrapes, strict=True):
-        if scrape is None or isinstance(scrape, str):
-            continue
-        count = scrape.values.get(LEADER_CHANGES, 0.0)
-        if url not in baselines or count < baselines[url]:
-            baselines[url] = count
-
-
-def endpoint_rows(
-    settings, scrapes: list, checked_at: float, now: float, baselines: dict[str, float] | None = None
-) -> list[dict[str, Any]]:
-    """One row per member from its /metrics scrape (or why it failed; None: not yet), the leader marked, and the
-    leader changes it has seen since its ``baselines`` count (the run's start; none given: since it started)."""
-    age = f"{max(0.0, now - checked_at):.0f}s ago" if checked_at else ""
-    baselines = baselines or {}
-    rows = []
-    for (url, _), scrape in zip(server_metrics.member_urls(settings), scrapes, strict=True):
-        if scrape is None:
-            role, changes = "checking", ""
-        elif isinstance(scrape, str):
-            role, changes = f"unreachable ({scrape})", ""
-        else:
-            values = scrape.values
-            if values.get("etcd_server_is_leader"):
-                role = "leader"
-            elif values.get("etcd_server_has_leader", 1) == 0:
-                role = "no leader"
-            else:
-                role = "follower"
-            changes = int(max(0.0, values.get(LEADER_CHANGES, 0.0) - baselines.get(url, 0.0)))
-        if settings.target == "leader":
-            load = "yes" if role == "leader" else "no"
-        else:
-            load = "yes (rotation)"
-        rows.append(
-            {"name": url, "role": role, "load": load, "conns": settings.conns, "leaderchanges": changes, "checked": age}
-        )
-    return rows
-
-
 class EtcdTabs:
     """The data behind the tabs of one web UI (on the master or the single process)."""
 
@@ -334,6 +326,7 @@ class EtcdTabs:
         alarm: Callable[[], str | None] = lambda: None,
         disruption_windows: Callable[[], tuple[list[dict], bool]] = lambda: ([], False),
         watch_tally: Callable[[], WatchTally] = WatchTally,
+        endpoints_tab: EndpointsTab | None = None,
     ) -> None:
         self.environment = environment
         self.watch_tally = watch_tally  # the watchers' tally so far
@@ -342,78 +335,51 @@ class EtcdTabs:
         self.recorder = recorder
         self.run_settings = run_settings  # the master's settings of the current run, None before it has any
         self.alarm = alarm  # etcd's NOSPACE alarm as the run knows it, one line; None without one
-        self._endpoint_settings = None
-        self._endpoint_scrapes: list = []
-        self._endpoints_at = 0.0  # time.time() of the last scrape
-        self._endpoints_job: gevent.Greenlet | None = None
-        self._leader_changes_at_start: dict[str, float] = {}  # per member URL, its count when the run started
+        self.endpoints_tab = endpoints_tab or EndpointsTab()
         self._stats: list[dict[str, Any]] | None = None
         self._stats_at = 0.0
 
     def on_test_start(self) -> None:
-        """A run starts: count leader changes from now (the next scrape's counts), and scrape at once."""
-        self._leader_changes_at_start = {}
+        """A run starts: the figures afresh, leader changes counted from now, the members looked up at once."""
         self._stats = None
         settings = self.run_settings()
-        if settings is not None and settings.endpoints and (self._endpoints_job is None or self._endpoints_job.ready()):
-            self._endpoints_job = gevent.spawn(self._refresh_endpoints, settings)
+        if settings is not None and settings.endpoints:
+            self.endpoints_tab.on_test_start(settings)
 
-    # -- endpoints: refreshed in the background, read from the cache --
-
-    def _refresh_endpoints(self, settings) -> None:
-        try:
-            members = server_metrics.member_urls(settings)
-            context = None
-            if any(url.startswith("https:") for _, url in members):
-                context = server_metrics.ssl_context(settings)
-            scraper = server_metrics.Scraper(min(settings.timeout, ENDPOINTS_TIMEOUT_S), context)
-            scrapes = scraper.fetch_all([url for _, url in members])
-        except Exception as error:  # a background look-up: the table says why, the UI goes on
-            scrapes = [server_metrics.one_line(error)] * len(settings.endpoints)
-        if settings != self._endpoint_settings:
-            self._leader_changes_at_start = {}  # other members, or the same with other options: count from here
-        leader_changes(scrapes, self._leader_changes_at_start, [url for url, _ in server_metrics.member_urls(settings)])
-        self._endpoint_settings, self._endpoint_scrapes = settings, scrapes
-        self._endpoints_at = time.time()
+    def close(self) -> None:
+        """Stop looking up the members (at quit, before the process's connections close)."""
+        self.endpoints_tab.quit()
 
     def endpoints(self) -> list[dict[str, Any]]:
+        settings = self.run_settings()
+        rows = self.endpoints_tab.rows(settings) if settings is not None and settings.endpoints else []
         alarm = self.alarm()
         if not alarm:
-            return self._member_rows()
+            return rows
         # etcd refuses every write until the alarm is disarmed: the first row says so, above the members
         row = {"name": "ALARM", "role": alarm, "load": "", "conns": "", "leaderchanges": "", "checked": ""}
-        return [row, *self._member_rows()]
-
-    def _member_rows(self) -> list[dict[str, Any]]:
-        settings = self.run_settings()
-        if settings is None or not settings.endpoints:
-            return []
-        stale = settings != self._endpoint_settings or time.time() - self._endpoints_at > ENDPOINTS_MAX_AGE_S
-        if stale and (self._endpoints_job is None or self._endpoints_job.ready()):
-            self._endpoints_job = gevent.spawn(self._refresh_endpoints, settings)
-        if settings != self._endpoint_settings:
-            return endpoint_rows(settings, [None] * len(settings.endpoints), 0.0, time.time())
-        return endpoint_rows(
-            settings, self._endpoint_scrapes, self._endpoints_at, time.time(), self._leader_changes_at_start
-        )
+        return [row, *rows]
 
     # -- the JSON of /stats/requests --
 
     def sla(self) -> list[dict[str, str]]:
         settings = self.run_settings()
         gates = settings.gates.sla if settings is not None else ()
-        results = sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder)) if gates else []
-        # each disrupt: gate on the windows whose cost is known so far
-        measured = [window for window in self.disruption_windows()[0] if window.get("cost")]
-        results += [
-            disruption_gates.judge_window(gate, window.get("item", ""), window)
-            for gate in gates
-            if gate.disrupt
-            for window in measured
-        ]
+        if not gates:
+            return sla_rows([])
+        runner = getattr(self.environment, "runner", None)
+        state = getattr(runner, "state", NOT_STARTED_STATE)
+        started, over = state != NOT_STARTED_STATE, state == OVER_STATE
+        results = sla.evaluate_all(gates, sla.measurements(self.environment, self.recorder))
+        waiting_for = [request_gate_waits(result, started, over) for result in results]
+        # each disrupt: gate on each item of the schedule, judged once its window's cost is known
+        windows, windows_over = self.disruption_windows()
+        disrupt = [gate for gate in gates if gate.disrupt]
+        judged, waits = disrupt_gate_results(disrupt, settings.disruptions.items, windows, windows_over)
         # a load shape's levels judged so far, under the gates of the whole run
         shape = judged_shape(self.environment)
-        return sla_rows(results) + level_rows(shape.shape_record() if shape is not None and gates else None)
+        levels = level_rows(shape.shape_record() if shape is not None else None)
+        return sla_rows(results + judged, waiting_for + waits) + levels
 
     def disruptions(self) -> list[dict[str, str]]:
         settings = self.run_settings()
@@ -472,9 +438,10 @@ def install(
     alarm: Callable[[], str | None] = lambda: None,
     disruption_windows: Callable[[], tuple[list[dict], bool]] = lambda: ([], False),
     watch_tally: Callable[[], WatchTally] = WatchTally,
+    endpoints_tab: EndpointsTab | None = None,
 ) -> EtcdTabs:
     """Declare the tabs and hook the routes of ``web_ui``."""
-    tabs = EtcdTabs(environment, recorder, run_settings, alarm, disruption_windows, watch_tally)
+    tabs = EtcdTabs(environment, recorder, run_settings, alarm, disruption_windows, watch_tally, endpoints_tab)
     base = getattr(environment.parsed_options, "web_base_path", "") or ""
     web_ui.template_args["extended_tabs"] = TABS
     web_ui.template_args["extended_tables"] = TABLES
@@ -549,7 +516,8 @@ def install(
 
 
 class WebUiTabs(FeatureHooks):
-    """The tabs of the process's web UI; the alarm and the disruptions' windows are read from the run's context."""
+    """The tabs of the process's web UI; the alarm, the disruptions' windows and the users' pool are read from the
+    run's context, the local etcd's members from the tool's target."""
 
     def __init__(self, tool) -> None:
         super().__init__(tool)
@@ -559,6 +527,12 @@ class WebUiTabs(FeatureHooks):
         if web_ui is None or self.tool.run_settings is None:
             return  # no web UI, a worker, or a run without the tool's options
         context = run_context(environment)
+        target = self.tool.target
+
+        def local_members() -> list[tuple[str, str]]:
+            local = target.local  # the local etcd, which an add-learner grows; None on endpoints given
+            return list(zip(local.endpoints, local.metrics_urls, strict=True)) if local is not None else []
+
         self.tabs = install(
             environment,
             web_ui,
@@ -567,8 +541,14 @@ class WebUiTabs(FeatureHooks):
             lambda: context.alarm,
             lambda: context.disruption_windows(),
             lambda: context.live_watch_tally(),
+            EndpointsTab(context.users_pool, local_members),
         )
 
     def on_run_start(self, environment, settings: EtcdSettings) -> None:
         if self.tabs is not None:
             self.tabs.on_test_start()
+
+    def on_run_files(self) -> None:
+        # at quit, while the process's connections are still open
+        if self.tabs is not None:
+            self.tabs.close()

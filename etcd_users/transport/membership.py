@@ -5,6 +5,8 @@ the voting members it added. A learner and a removed member get none.
 The pool reads etcd's MemberList every ``POLL_S``; a cluster whose members advertise none of the endpoints given as
 their client URLs (a load balancer, DNS names for addresses) is not followed, and the pool says so once. An endpoint
 given that no member advertises is a removed member, or one spelt otherwise than the member advertises it: no load.
+The members a run shows (the web UI's table, ``listed``) follow the same list: a learner the tool added appears at
+once, a removed member goes.
 """
 
 from dataclasses import dataclass
@@ -13,6 +15,14 @@ from etcd_users.settings import Endpoint
 
 POLL_S = 1.0
 TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A member as a run shows it: its client URL, and whether it is a learner."""
+
+    url: str
+    learner: bool
 
 
 @dataclass(frozen=True)
@@ -55,3 +65,21 @@ def change(given: list[Endpoint], current: list[Endpoint], members, adds: bool) 
         if endpoint not in current
     ]
     return Change(wanted, lines)
+
+
+def listed(given: list[Endpoint], members, adds: bool) -> list[Listed]:
+    """The members a run shows, as the pool follows them: the endpoints given that etcd lists (a learner too), in
+    their order, then with ``adds`` the members the tool added (by their first client URL), in etcd's order. Without a
+    list (``members`` None), or when the members advertise none of the endpoints given, the endpoints given."""
+    if members is None or not followed(given, members):
+        return [Listed(endpoint.url, False) for endpoint in given]
+    learner_of = {_url(url): member.isLearner for member in members for url in member.clientURLs}
+    shown = [Listed(e.url, learner_of[_url(e.url)]) for e in given if _url(e.url) in learner_of]
+    if adds:
+        known = {_url(endpoint.url) for endpoint in given}
+        shown += [
+            Listed(_url(member.clientURLs[0]), member.isLearner)
+            for member in members
+            if member.clientURLs and not known & {_url(url) for url in member.clientURLs}
+        ]
+    return shown

@@ -186,22 +186,11 @@ class EndpointPool:
     async def follow_membership(self) -> bool:
         """The endpoints that take load, from etcd's MemberList (``transport.membership``); whether they changed. A
         member added by the tool is connected (and authenticated) before it takes load."""
-        response = None
-        for endpoint in [e for e in self.endpoints if e not in self.dead] or self.endpoints:
-            connection = self.connections[endpoint][0]
-            try:
-                response = await learners.ClusterStub(connection.channel).MemberList(
-                    learners.MemberListRequest(),
-                    timeout=min(self.settings.timeout, membership.TIMEOUT_S),
-                    metadata=connection.metadata,
-                )
-                break
-            except (grpc.aio.AioRpcError, asyncio.TimeoutError):
-                continue
-        if response is None:
+        members = await self.member_list()
+        if members is None:
             return False
         given = list(self.settings.endpoints)
-        if not membership.followed(given, response.members):
+        if not membership.followed(given, members):
             if self.says_membership:
                 logger.warning(
                     "etcd membership: the members advertise none of the endpoints given (%s) as their client URLs; "
@@ -210,7 +199,7 @@ class EndpointPool:
                 )
             self._follows = False
             return False
-        change = membership.change(given, self.endpoints, response.members, self.settings.disruptions.adds_members)
+        change = membership.change(given, self.endpoints, members, self.settings.disruptions.adds_members)
         if change is None:
             return False
         for endpoint in change.endpoints:
@@ -222,6 +211,22 @@ class EndpointPool:
             logger.info(line)
         self.endpoints = change.endpoints
         return True
+
+    async def member_list(self) -> list | None:
+        """etcd's members (MemberList's, learners included), from the first member that answers within
+        ``membership.TIMEOUT_S``, those left out last; None when none does."""
+        for endpoint in [e for e in self.endpoints if e not in self.dead] or self.endpoints:
+            connection = self.connections[endpoint][0]
+            try:
+                response = await learners.ClusterStub(connection.channel).MemberList(
+                    learners.MemberListRequest(),
+                    timeout=min(self.settings.timeout, membership.TIMEOUT_S),
+                    metadata=connection.metadata,
+                )
+            except (grpc.aio.AioRpcError, asyncio.TimeoutError):
+                continue
+            return list(response.members)
+        return None
 
     def _follow_later(self) -> None:
         if not self._closed and self._follows:

@@ -1,82 +1,35 @@
-"""The web UI's pure parts: the endpoints table (which member leads, where requests go, when it was checked, leader
-changes since the run started), the figures' format, the SLA tab's hint, the disruptions' states and costs, the start
-form's order and ticked class. The
-UI itself, against real members and in a browser, is ``tests/e2e/test_webui.py``."""
+"""The web UI's pure parts: the figures' format, the SLA tab's hint and its gates waiting until there is something to
+judge, the disruptions' states and costs, the start form's order and ticked class, the alarm above the members. The
+endpoints table is ``tests/unit/test_endpoints_tab.py``; the UI itself, against real members and in a browser,
+``tests/e2e/test_webui.py``."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads: the test imports etcd_users.reporting.webui)
+from locust.env import Environment
+from locust.event import Events
 
 import argparse
 from types import SimpleNamespace
 
 from etcd_users.features import OPTIONS
 from etcd_users.gates import disruption_gates
+from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
-from etcd_users.monitoring.server_metrics import Scrape
 from etcd_users.reporting.webui import (
     DISRUPTIONS_HINT,
+    NOT_STARTED,
     SLA_HINT,
     TABLES,
+    WAITING,
     WATCHERS_HINT,
     EtcdTabs,
     disruption_rows,
-    endpoint_rows,
     latency_rows,
-    leader_changes,
     shape_form,
     sla_rows,
     watcher_rows,
 )
 from etcd_users.settings import parse_gates, settings_from_options
 from etcd_users.watchers.tally import WatchTally
-
-
-def test_endpoint_rows_mark_the_leader_and_where_requests_go():
-    namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
-    namespace.etcd_endpoints = "http://10.0.0.1:2379,http://10.0.0.2:2379,http://10.0.0.3:2379"
-    namespace.etcd_target = "leader"
-    namespace.etcd_conns = 4
-    settings = settings_from_options(namespace)
-    follower = Scrape(values={"etcd_server_is_leader": 0.0, "etcd_server_has_leader": 1.0})
-    leader = Scrape(values={"etcd_server_is_leader": 1.0, "etcd_server_leader_changes_seen_total": 3.0})
-    rows = endpoint_rows(settings, [follower, leader, "no answer within 2s"], checked_at=100.0, now=103.4)
-    assert [(row["name"], row["role"], row["load"]) for row in rows] == [
-        ("http://10.0.0.1:2379", "follower", "no"),
-        ("http://10.0.0.2:2379", "leader", "yes"),
-        ("http://10.0.0.3:2379", "unreachable (no answer within 2s)", "no"),
-    ]
-    assert [row["leaderchanges"] for row in rows] == [0, 3, ""]
-    assert {row["conns"] for row in rows} == {4} and {row["checked"] for row in rows} == {"3s ago"}
-    lost = Scrape(values={"etcd_server_is_leader": 0.0, "etcd_server_has_leader": 0.0})
-    round_robin = settings_from_options(argparse.Namespace(**{**vars(namespace), "etcd_target": "round-robin"}))
-    rows = endpoint_rows(round_robin, [lost, None, leader], checked_at=0.0, now=5.0)
-    assert [(row["role"], row["load"], row["checked"]) for row in rows] == [
-        ("no leader", "yes (rotation)", ""),
-        ("checking", "yes (rotation)", ""),
-        ("leader", "yes (rotation)", ""),
-    ]
-
-
-def test_leader_changes_count_from_the_run_s_start_not_the_first_election():
-    namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
-    namespace.etcd_endpoints = "http://10.0.0.1:2379,http://10.0.0.2:2379"
-    settings = settings_from_options(namespace)
-    urls = ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]
-
-    def scrape(changes: float) -> Scrape:
-        return Scrape(values={"etcd_server_is_leader": 0.0, "etcd_server_leader_changes_seen_total": changes})
-
-    def shown(scrapes: list, baselines: dict[str, float]) -> list:
-        return [row["leaderchanges"] for row in endpoint_rows(settings, scrapes, 0.0, 0.0, baselines)]
-
-    baselines: dict[str, float] = {}
-    leader_changes([scrape(1.0), "no answer"], baselines, urls)  # a fresh cluster: its first election, and a miss
-    assert baselines == {urls[0]: 1.0}
-    assert shown([scrape(1.0), "no answer"], baselines) == [0, ""]
-    leader_changes([scrape(3.0), scrape(2.0)], baselines, urls)  # the first keeps its baseline, the second gets one
-    assert shown([scrape(3.0), scrape(2.0)], baselines) == [2, 0]
-    leader_changes([scrape(1.0), scrape(2.0)], baselines, urls)  # the first member restarted: counts from there
-    assert baselines == {urls[0]: 1.0, urls[1]: 2.0}
-    assert TABLES[1]["structure"][4] == {"key": "leaderchanges", "title": "Leader changes since the run started"}
 
 
 def test_latencies_show_three_decimals_and_an_empty_sla_tab_says_how_to_add_gates():
@@ -186,3 +139,55 @@ def test_the_watchers_tab_shows_the_tally_so_far_and_a_hint_before_any_watcher()
         "cancelled: etcdserver: watch canceled": "1",
         "client busy": "3 of 5 intervals with events: client-bound",
     }
+
+
+def _tabs_of_a_run(gates: str, windows: list[dict] | None = None, windows_over: bool = False):
+    """The tabs of a web UI whose run has ``gates`` and a schedule of ``ITEMS[:2]``, no request made yet."""
+    namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
+    namespace.etcd_endpoints = "http://10.0.0.1:2379"
+    namespace.etcd_sla = gates
+    namespace.etcd_disrupt = ",".join(ITEMS[:2])
+    settings = settings_from_options(namespace)
+    environment = Environment(events=Events())
+    environment.runner = SimpleNamespace(state="ready")
+    recorder = LatencyRecorder(environment)
+    tabs = EtcdTabs(environment, recorder, lambda: settings, disruption_windows=lambda: (windows or [], windows_over))
+    return tabs, environment
+
+
+def test_before_a_run_every_gate_is_waiting_not_failed():
+    tabs, _ = _tabs_of_a_run("put:p99<15ms,errors<=0,disrupt:gap<5s")
+    assert tabs.sla() == [
+        {"name": "put p99 < 15ms", "measured": NOT_STARTED, "verdict": WAITING},
+        {"name": "Aggregated errors <= 0", "measured": NOT_STARTED, "verdict": WAITING},
+        {"name": "disrupt defrag:leader@15s gap < 5s", "measured": "waiting for its disruption", "verdict": WAITING},
+        {
+            "name": "disrupt move-leader:follower@25s gap < 5s",
+            "measured": "waiting for its disruption",
+            "verdict": WAITING,
+        },
+    ]
+
+
+def test_during_a_run_a_gate_waits_for_a_measure_and_once_over_it_is_judged():
+    tabs, environment = _tabs_of_a_run("put:p99<15ms,errors<=0,disrupt:gap<5s", WINDOWS[:1])
+    environment.runner.state = "running"
+    rows = tabs.sla()
+    assert [(row["measured"], row["verdict"]) for row in rows] == [
+        ("nothing measured yet (no request named 'put' ran)", WAITING),
+        ("0 (of 0)", "PASS"),  # no failure so far: judged on the data so far, as every gate with a measure
+        ("0s (put)", "PASS"),  # the first window's cost is known
+        ("waiting for its disruption", WAITING),
+    ]
+    # the second window came, and failed: judged at once, as the run's verdict will
+    tabs, environment = _tabs_of_a_run("disrupt:gap<5s", WINDOWS[:2])
+    environment.runner.state = "running"
+    assert [row["verdict"] for row in tabs.sla()] == ["PASS", "FAIL"]
+    # over: a gate without a measure fails, as the run's verdict judges it; an item never reached fails
+    tabs, environment = _tabs_of_a_run("put:p99<15ms,disrupt:gap<5s", WINDOWS[:1], windows_over=True)
+    environment.runner.state = "stopped"
+    assert [(row["measured"], row["verdict"]) for row in tabs.sla()] == [
+        ("no request named 'put' ran", "FAIL"),
+        ("0s (put)", "PASS"),
+        ("not reached: the run ended first", "FAIL"),
+    ]
