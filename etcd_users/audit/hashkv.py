@@ -1,8 +1,10 @@
 """Every member's HashKV at one revision: the lowest current revision among the members, which all have applied.
 
-The load has stopped when this runs, so the members first get a bounded time to apply the same raft entries: then a
-member at another revision than the others at the same raft applied index has diverged (etcd 3.5.0–3.5.2 can skip an
-applied entry on a member killed under load), and one still behind says so. HashKV hashes a member's keys from its
+The load has stopped when this runs, so the audit first waits (``--etcd-audit-wait``, with a line while it waits) for
+every member to answer and to reach the cluster's raft index: a member killed as the run ended gets the time to start
+again and catch up. Then a member at another revision than the others at the same raft applied index has diverged (etcd
+3.5.0–3.5.2 can skip an applied entry on a member killed under load), and one still behind says so; one still silent
+is named, and the verdict fails the audit for it. HashKV hashes a member's keys from its
 compact revision up to the revision asked; hashes compare only between members with the same compact revision, and a
 compacted revision cannot be hashed, so a compaction in between (or members that applied it at different times) means
 asking again at a newer revision.
@@ -11,7 +13,8 @@ asking again at a newer revision.
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import asyncio
-import time
+import logging
+from dataclasses import replace
 
 import grpc
 from etcd3.etcdrpc import rpc_pb2
@@ -21,19 +24,23 @@ from etcd_users.audit.verdict import Hashes, MemberHash
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool
 
+logger = logging.getLogger(__name__)
+
 ATTEMPTS = 3
 RETRY_SECONDS = 0.5
-SETTLE_SECONDS = 10.0  # for the members to apply the same raft entries once the load stopped
-SETTLE_POLL_SECONDS = 0.2
+DEFAULT_WAIT_S = 30.0  # --etcd-audit-wait's default
+WAIT_POLL_S = 0.2
+WAIT_LINE_S = 10.0  # while it waits, a line this often
 STATUS_TIMEOUT = 5.0  # a frozen member answers nothing: each look at it waits this long at most
+MIN_STATUS_TIMEOUT = 0.5
 # StatusResponse.raftAppliedIndex (etcd 3.4+), which the stubs predate: read from the message's unknown fields
 RAFT_APPLIED_INDEX_FIELD = 7
 
 
-async def hash_members(pool: EndpointPool) -> Hashes:
-    """Each member's HashKV at the lowest current revision among them, once they applied the same raft entries (or
-    the time to settle ran out), asked again while they cannot be compared."""
-    await _settle(pool)
+async def hash_members(pool: EndpointPool, wait_s: float = DEFAULT_WAIT_S) -> Hashes:
+    """Each member's HashKV at the lowest current revision among them, once they all answer at the cluster's raft
+    index (or ``wait_s`` ran out), asked again while they cannot be compared."""
+    waited = await wait_for_members(pool, wait_s)
     hashes = Hashes(0, ())
     for attempt in range(ATTEMPTS):
         if attempt:
@@ -41,31 +48,76 @@ async def hash_members(pool: EndpointPool) -> Hashes:
         hashes = await _hash_once(pool)
         if hashes.comparable:
             break
-    return hashes
+    return replace(hashes, waited=waited)
 
 
 def _members(pool: EndpointPool) -> list:
     return [(endpoint, pool.connections[endpoint][0]) for endpoint in pool.endpoints if pool.connections.get(endpoint)]
 
 
-async def _statuses(pool: EndpointPool, members: list) -> list:
-    timeout = min(pool.settings.timeout, STATUS_TIMEOUT)
+async def _statuses(pool: EndpointPool, members: list, timeout: float = STATUS_TIMEOUT) -> list:
+    timeout = max(MIN_STATUS_TIMEOUT, min(pool.settings.timeout, STATUS_TIMEOUT, timeout))
     return await asyncio.gather(
         *(c.maintenance.Status(rpc_pb2.StatusRequest(), timeout=timeout, metadata=c.metadata) for _, c in members),
         return_exceptions=True,
     )
 
 
-async def _settle(pool: EndpointPool) -> None:
-    """Until every member answers at the same raft applied index, or ``SETTLE_SECONDS`` pass."""
-    deadline = time.monotonic() + SETTLE_SECONDS
+async def wait_for_members(pool: EndpointPool, wait_s: float) -> float:
+    """Until every member answers with its raft applied index at the cluster's raft index (the highest index a member
+    had committed or applied when the audit first asked: writes of other clients during the wait do not move it), or
+    ``wait_s`` pass: the seconds waited. It says when it begins to wait, every ``WAIT_LINE_S`` while it does, and how
+    it ended."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline, said, index = started + wait_s, None, 0
     members = _members(pool)
-    while time.monotonic() < deadline:
-        statuses = await _statuses(pool, members)
-        if all(not isinstance(status, BaseException) for status in statuses):
-            if len({applied_index(status) for status in statuses}) <= 1:
-                return
-        await asyncio.sleep(SETTLE_POLL_SECONDS)
+    while True:
+        statuses = await _statuses(pool, members, deadline - loop.time())
+        index = index or cluster_index(statuses)
+        waiting_for = lagging(members, statuses, index)
+        now = loop.time()
+        if not waiting_for:
+            if said is not None:
+                logger.info(
+                    "audit: every member answers at raft index %d, %.1f s after the audit began", index, now - started
+                )
+            return now - started
+        if now >= deadline:
+            logger.warning(
+                "audit: after %g s not every member answers at the cluster's raft index %d: %s",
+                wait_s,
+                index,
+                "; ".join(waiting_for),
+            )
+            return now - started
+        if said is None or now - said >= WAIT_LINE_S:
+            logger.info(
+                "audit: waiting up to %g s for every member to answer at the cluster's raft index %d: %s",
+                wait_s,
+                index,
+                "; ".join(waiting_for),
+            )
+            said = now
+        await asyncio.sleep(WAIT_POLL_S)
+
+
+def cluster_index(statuses: list) -> int:
+    """The highest raft index the members that answered have committed or applied; 0 when none answered."""
+    answered = [status for status in statuses if not isinstance(status, BaseException)]
+    return max((max(status.raftIndex, applied_index(status)) for status in answered), default=0)
+
+
+def lagging(members: list, statuses: list, index: int) -> list[str]:
+    """The members not yet at raft ``index``, a phrase each: ``127.0.0.1:2379 UNAVAILABLE``, ``127.0.0.1:2379 applied
+    1,204 of 1,260``."""
+    phrases = []
+    for (endpoint, _), status in zip(members, statuses, strict=True):
+        if isinstance(status, BaseException):
+            phrases.append(f"{endpoint.target} {error_label(status)}")
+        elif 0 < applied_index(status) < index:  # 0: a member that does not say (before 3.4) is not waited for
+            phrases.append(f"{endpoint.target} applied {applied_index(status):,} of {index:,}")
+    return phrases
 
 
 def applied_index(status: rpc_pb2.StatusResponse) -> int:

@@ -17,6 +17,7 @@ import logging
 import os
 import time
 from dataclasses import replace
+from functools import partial
 
 from etcd_users.audit import evidence as evidence_files
 from etcd_users.audit.divergence import keys_held_differently
@@ -114,7 +115,8 @@ class AuditRun(FeatureHooks):
         self.junit = settings.gates.junit
         try:
             # every member, whichever the load's target: the hashes must not wait for a leader
-            self.audit.hashes = with_probe(replace(settings, target="round-robin"), hash_members)
+            every_member = replace(settings, target="round-robin")
+            self.audit.hashes = with_probe(every_member, partial(hash_members, wait_s=settings.audit.wait))
         except (EndpointError, SettingsError) as error:
             self.audit.hash_error = str(error)
         except Exception as error:  # whatever the members do, the audit ends with its line: failed, saying why
@@ -207,7 +209,9 @@ class AuditRun(FeatureHooks):
         try:
             current = context.session()
             first, end = current.keys.first_and_end()
-            revision, found = current.bridge.run(read_back, current.pool, ledger, first, end)
+            revision, found = current.bridge.run(
+                read_back, current.pool, ledger, first, end, current.settings.audit.wait
+            )
         except Exception as error:  # etcd refused the read (a member gone, or diverged): said, and the audit fails
             unread = KeyCounts(writes=ledger.writes, deletes=ledger.deletes)
             reads = run.reads

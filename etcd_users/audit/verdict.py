@@ -2,12 +2,11 @@
 
 It fails on evidence: hashes that differ at one revision and compact revision, members that applied the same raft
 entries to different revisions (diverged), an acknowledged write lost, a watcher's events out of order or missed, a
-linearizable read that did not reflect an acknowledged write. It
-also fails when it could not be made: fewer than two members' hashes to compare (of several), compact revisions that
-stay apart, a process whose keys etcd would not read back: an audit never passes by saying nothing. A worker that sent
-no counts (lost: the workers' gate fails the run) and hashes a user without etcd's root role may not ask for are said,
-and do not fail the audit. A failed audit exits
-with ``AUDIT_EXIT_CODE``. Pure.
+linearizable read that did not reflect an acknowledged write. It also fails when it could not be made: a member that
+still did not answer after the audit waited for it (etcd 3.5.0–3.5.2 diverge on exactly the member killed), compact
+revisions that stay apart, a process whose keys no member would read back: an audit never passes by saying nothing.
+A worker that sent no counts (lost: the workers' gate fails the run) and hashes a user without etcd's root role may
+not ask for are said, and do not fail the audit. A failed audit exits with ``AUDIT_EXIT_CODE``. Pure.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ class MemberHash:
 class Hashes:
     revision: int
     members: tuple[MemberHash, ...]
+    waited: float = 0.0  # seconds the audit waited for every member to answer at the cluster's raft index
 
     @property
     def answered(self) -> tuple[MemberHash, ...]:
@@ -98,14 +98,27 @@ class Hashes:
         return bool(self.members) and all(PERMISSION_DENIED in (m.error or "") for m in self.members)
 
     @property
+    def silent(self) -> tuple[MemberHash, ...]:
+        """The members that did not answer, after the time the audit waited for them."""
+        return tuple(member for member in self.members if member.error is not None)
+
+    def silent_text(self) -> str:
+        """``127.0.0.1:2379 down for 30 s: UNAVAILABLE; …`` (``127.0.0.1:2379: UNAVAILABLE`` for a member that went
+        silent after the wait)."""
+        waited = f" down for {self.waited:.0f} s" if self.waited >= 1 else ""
+        return "; ".join(f"{member.member}{waited}: {member.error}" for member in self.silent)
+
+    @property
     def unchecked(self) -> str | None:
-        """Why the members' data could not be compared, or None when they were."""
+        """Why the members' data could not be compared, every member's, or None when they were."""
         if self.forbidden:
             return None
         if len(self.members) > 1 and len(self.compared) < 2:
             return f"not compared at rev {self.revision} ({_why_not_comparable(self)})"
         if len(self.members) == 1 and not self.answered:
             return f"not hashed ({self.members[0].error})"
+        if self.silent:  # the others compared, but a divergence can be on exactly the member that did not answer
+            return f"not compared: {self.silent_text()}"
         return None
 
 
@@ -274,14 +287,15 @@ class Audit:
                 f"{whose} data DIVERGED: the same raft applied index {diverged[0].applied_index} at different "
                 f"revisions ({revisions}); HashKV {'DIFFER' if hashes.differ else 'compared'} at rev {hashes.revision}"
             )
+        compared = hashes.compared
+        if 1 < len(compared) < members:  # the others compared all the same; the audit fails for the silent ones
+            state = "DIFFER" if hashes.differ else "equal"
+            return (
+                f"{len(compared)} of {members} members' HashKV {state} at rev {hashes.revision}; "
+                f"not compared: {hashes.silent_text()}"
+            )
         if hashes.unchecked:
             return f"{whose} HashKV {hashes.unchecked}"
-        compared = hashes.compared
-        if len(compared) < members:  # a member that did not answer: the others were compared all the same
-            silent = "; ".join(f"{m.member}: {m.error}" for m in hashes.members if m.error is not None)
-            whose = f"{len(compared)} of {members} members'"
-            state = "DIFFER" if hashes.differ else "equal"
-            return f"{whose} HashKV {state} at rev {hashes.revision} (not answered: {silent})"
         if hashes.differ:
             return f"{whose} HashKV DIFFER at rev {hashes.revision}"
         return f"{whose} HashKV equal at rev {hashes.revision}"
@@ -350,6 +364,8 @@ class Audit:
                 "comparable": hashes.comparable if hashes else False,
                 "diverged": [m.member for m in hashes.diverged] if hashes else [],
                 "behind": [m.member for m in hashes.behind] if hashes else [],
+                "not_compared": [m.member for m in hashes.silent] if hashes else [],
+                "waited_s": round(hashes.waited, 3) if hashes else None,
                 "members": [asdict(member) for member in hashes.members] if hashes else [],
                 "error": self.hash_error,
             },
@@ -367,9 +383,8 @@ class Audit:
 
 
 def _why_not_comparable(hashes: Hashes) -> str:
-    silent = [member for member in hashes.members if member.error is not None]
-    if silent:
-        return "; ".join(f"{member.member}: {member.error}" for member in silent)
+    if hashes.silent:
+        return hashes.silent_text()
     return "compact revisions differ: " + ", ".join(f"{m.member} {m.compact_revision}" for m in hashes.members)
 
 

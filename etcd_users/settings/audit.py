@@ -3,7 +3,7 @@ order (``etcd_users.audit``)."""
 
 from dataclasses import dataclass
 
-from etcd_users.settings.declare import OptionGroup, option, switch
+from etcd_users.settings.declare import OptionGroup, option, positive, switch
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,4 +17,12 @@ class AuditSettings(OptionGroup):
         "Skip the audit at the end of a run that wrote: every member's HashKV at one revision, each acknowledged "
         "write read back, and the order of the watch streams' events (a failed audit exits with code 4).",
         parse=switch,
+    )
+    wait: float = option(
+        "--etcd-audit-wait",
+        30.0,
+        "Seconds the audit waits, before it compares them, for every member to answer and reach the cluster's raft "
+        "index (a member killed or restarted as the run ends), and for a member to read the acknowledged writes back "
+        "from. A member still silent then is named and fails the audit (exit code 4).",
+        parse=positive,
     )

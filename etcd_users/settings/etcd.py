@@ -4,6 +4,7 @@ import argparse
 from dataclasses import dataclass
 
 from etcd_users.arguments import shown
+from etcd_users.settings.audit import AuditSettings
 from etcd_users.settings.connection import ConnectionSettings
 from etcd_users.settings.declare import SettingsError
 from etcd_users.settings.disruption_actions import ADD_LEARNER
@@ -32,6 +33,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
     disruptions: DisruptionSettings
     summary: SummarySettings
     watch: WatchSettings
+    audit: AuditSettings
 
     @classmethod
     def build(cls, values, namespace, **context):
@@ -46,6 +48,7 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
             disruptions=DisruptionSettings.from_options(namespace),
             summary=SummarySettings.from_options(namespace),
             watch=WatchSettings.from_options(namespace),
+            audit=AuditSettings.from_options(namespace),
         )
         settings.check_keys()
         timing_ms(settings.local_heartbeat, settings.local_election)

@@ -106,10 +106,13 @@ def member_ids(cluster: LocalCluster) -> list[str]:
     return [next(f"{m.ID:x}" for m in listed if endpoint in m.clientURLs) for endpoint in cluster.endpoints]
 
 
-@pytest.mark.slow
-def test_five_members_in_zones_show_each_pair_s_round_trip_in_etcd_s_own_measure():
-    zone_rtt = PeerRtt(FIVE_ZONE_RTT_MS)
-    with LocalCluster(5, peer_rtt=PeerRtt(0.0), zones=FIVE_ZONES, zone_rtt=zone_rtt) as cluster:
+FIVE_ZONE_ATTEMPTS = 3
+
+
+def five_members_round_trips() -> dict[tuple[int, int], float]:
+    """Five new members in zones a,a,b,b,c and 10 ms between zones: each (member, peer)'s round trip in ms, as etcd's
+    first observation has it (the members by their index)."""
+    with LocalCluster(5, peer_rtt=PeerRtt(0.0), zones=FIVE_ZONES, zone_rtt=PeerRtt(FIVE_ZONE_RTT_MS)) as cluster:
         ids = member_ids(cluster)
         deadline = time.monotonic() + 30
         time.sleep(4)  # the first probe comes 4 s after a member starts
@@ -119,27 +122,45 @@ def test_five_members_in_zones_show_each_pair_s_round_trip_in_etcd_s_own_measure
                 break
             time.sleep(0.5)
     assert all(len(means) == 4 for means in observed), observed  # each member: its four peers observed
-    zone_of = dict(zip(ids, FIVE_ZONES, strict=True))
-    measured = {  # (member, peer): the round trip in ms
-        (ids[index], peer): mean / SMOOTHING * 1000
+    return {
+        (index, ids.index(peer)): mean / SMOOTHING * 1000
         for index, means in enumerate(observed)
         for peer, mean in means.items()
     }
-    print("\npeer round trips as etcd measures them, ms (rows: the member; columns: its peer):")
-    for member in ids:
-        print(f"{zone_of[member]} {member}: " + " ".join(f"{measured.get((member, peer), 0):6.1f}" for peer in ids))
-    far = {pair: ms for pair, ms in measured.items() if zone_of[pair[0]] != zone_of[pair[1]]}
-    near = {pair: ms for pair, ms in measured.items() if zone_of[pair[0]] == zone_of[pair[1]]}
-    assert len(far) == 16 and len(near) == 4, measured
-    # every pair of different zones, both ways (etcd's prober names no sender: the proxy traces its connections to the
-    # member's process), at least one round trip between zones: the proxy delivers nothing early
-    assert all(ms >= FIVE_ZONE_RTT_MS * 0.9 for ms in far.values()), far
-    # a loaded machine adds its own scheduling to each probe (one probe each, at the members' start), so that a pair
-    # within a zone (0 ms asked) is seen a few ms apart too, and a far pair more than 10 ms by as much: no bound above
-    # holds on a busy machine. The pairs within a zone are told from the others by their medians, at least half the
-    # zones' round trip apart
-    near_ms, far_ms = statistics.median(near.values()), statistics.median(far.values())
-    assert near_ms + FIVE_ZONE_RTT_MS / 2 <= far_ms, (near, far)
+
+
+def near_and_far(measured: dict[tuple[int, int], float]) -> tuple[dict, dict]:
+    near = {pair: ms for pair, ms in measured.items() if FIVE_ZONES[pair[0]] == FIVE_ZONES[pair[1]]}
+    far = {pair: ms for pair, ms in measured.items() if FIVE_ZONES[pair[0]] != FIVE_ZONES[pair[1]]}
+    return near, far
+
+
+@pytest.mark.slow
+def test_five_members_in_zones_show_each_pair_s_round_trip_in_etcd_s_own_measure():
+    """etcd observes one probe per pair in a member's first seconds, when a loaded machine may hold a member up for
+    tens of ms. Load only adds to a round trip, so each pair's smallest observation over new clusters (up to three,
+    until the zones stand apart) tells the proxy's delay from the machine's."""
+    lowest: dict[tuple[int, int], float] = {}
+    for attempt in range(1, FIVE_ZONE_ATTEMPTS + 1):
+        measured = five_members_round_trips()
+        print(f"\npeer round trips as etcd measures them, ms, cluster {attempt} (rows: the member; columns: its peer):")
+        for member in range(5):
+            print(
+                f"{FIVE_ZONES[member]} {member}: " + " ".join(f"{measured.get((member, p), 0):6.1f}" for p in range(5))
+            )
+        near, far = near_and_far(measured)
+        assert len(far) == 16 and len(near) == 4, measured
+        # every pair of different zones, both ways (etcd's prober names no sender: the proxy traces its connections to
+        # the member's process), at least one round trip between zones in every cluster: the proxy delivers nothing
+        # early
+        assert all(ms >= FIVE_ZONE_RTT_MS * 0.9 for ms in far.values()), far
+        lowest = {pair: min(ms, lowest.get(pair, ms)) for pair, ms in measured.items()}
+        near, far = near_and_far(lowest)
+        # the pairs within a zone (0 ms asked) stand apart from the others, by their medians at least half the zones'
+        # round trip apart: a proxy that delayed them as it delays the zones never gets there
+        if statistics.median(near.values()) + FIVE_ZONE_RTT_MS / 2 <= statistics.median(far.values()):
+            return
+    raise AssertionError(f"the pairs within a zone never stood apart; their lowest {near}, the others' {far}")
 
 
 def _until(call, seconds: float = 20.0):

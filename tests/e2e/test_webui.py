@@ -320,7 +320,7 @@ def test_the_endpoints_tab_shows_a_frozen_member_as_not_answering_as_soon_as_the
 
 @pytest.mark.slow
 def test_the_endpoints_tab_follows_the_membership_a_learner_added_promoted_and_a_member_removed(tmp_out):
-    schedule = ("--etcd-disrupt", "add-learner@1s,promote@6s,remove:follower@11s", "--etcd-local-members", "3")
+    schedule = ("--etcd-disrupt", "add-learner@1s,promote@15s,remove:follower@20s", "--etcd-local-members", "3")
     args = ("-f", "locustfile.py", *schedule, "--etcd-skip-preflight", "--exit-code-on-error", "0", "EtcdPutUser")
     with web_ui(tmp_out, *args) as ui:
         first = list(member_rows(ui.wait_for(lambda stats: len(member_rows(stats)) == 3, "the local members")))
@@ -338,7 +338,7 @@ def test_the_endpoints_tab_follows_the_membership_a_learner_added_promoted_and_a
         )
         assert member_rows(promoted)[new]["role"] in ("leader", "follower"), member_rows(promoted)
         assert list(member_rows(promoted)) == [*first, new]
-        removal = re.compile(r"disruption remove:follower@11s: remove: (\S+) member \S+ removed in ")
+        removal = re.compile(r"disruption remove:follower@20s: remove: (\S+) member \S+ removed in ")
         wait_for_line(ui, removal, 60)
         gone = removal.search(ui.process.output()[1]).group(1)
         assert gone in [*first, new], gone

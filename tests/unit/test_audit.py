@@ -182,13 +182,22 @@ def test_a_comparison_that_could_not_be_made_fails_and_says_why():
     assert unhashed.failed and unhashed.line().startswith("audit FAILED: HashKV not compared (etcd endpoints")
 
 
-def test_a_member_down_leaves_the_others_compared():
-    two_of_three = Hashes(
-        9, (MemberHash("a:1", 7, 1), MemberHash("b:1", None, 0, "UNAVAILABLE"), MemberHash("c:1", 7, 1))
-    )
-    audit = Audit([process("local")], two_of_three)
-    assert not audit.failed
-    assert audit.line().startswith("audit: 2 of 3 members' HashKV equal at rev 9 (not answered: b:1: UNAVAILABLE);")
+def test_a_member_still_down_after_the_wait_is_named_and_fails_the_audit_though_the_others_compared():
+    members = (MemberHash("a:1", 7, 1), MemberHash("b:1", None, 0, "UNAVAILABLE"), MemberHash("c:1", 7, 1))
+    audit = Audit([process("local")], Hashes(9, members, waited=30.02))
+    assert audit.failed and audit.as_json()["exit_code"] == 4
+    assert audit.line().startswith(
+        "audit FAILED: 2 of 3 members' HashKV equal at rev 9; not compared: b:1 down for 30 s: UNAVAILABLE;"
+    ), audit.line()
+    assert "audit: could not be checked: HashKV not compared: b:1 down for 30 s: UNAVAILABLE" in audit.error_lines()
+    record = audit.as_json()["hashkv"]
+    assert (record["not_compared"], record["waited_s"]) == (["b:1"], 30.02)
+    # one that went silent after the members all answered is named without a time it was not seen down for
+    late = Audit([process("local")], Hashes(9, members, waited=0.4))
+    assert late.failed and "; not compared: b:1: UNAVAILABLE;" in late.line(), late.line()
+    # every member answered: the same three pass
+    answered = (members[0], MemberHash("b:1", 7, 1), members[2])
+    assert not Audit([process("local")], Hashes(9, answered, waited=3.0)).failed
 
 
 def test_keys_that_etcd_would_not_read_back_fail_the_audit_and_a_lost_worker_is_said():

@@ -193,6 +193,7 @@ BAD_OPTIONS = [
     bad("etcd_target", "follower", "--etcd-target: 'follower' is not one of: round-robin, leader"),
     bad("etcd_target", LONG, f"--etcd-target: {SHORT_LONG} is not one of: round-robin, leader"),
     bad("etcd_conns", 0, "--etcd-conns: 0 must be greater than zero"),
+    bad("etcd_audit_wait", 0, "--etcd-audit-wait: 0 must be greater than zero"),
     bad("etcd_key_size", 12, "--etcd-key-size: 12 is too small for the prefix '/locust-etcd/' (13 bytes) plus a "
         "4-digit key counter; use at least 17 or a shorter --etcd-prefix"),
     bad("etcd_key_size", 2_000_000, f"--etcd-key-size: 2000000 makes every request {LIMIT}; use at most "
