@@ -193,42 +193,47 @@ def test_under_follower_kills_the_audit_always_ends_with_its_line_and_agrees_wit
     assert json.loads((tmp_out / "run_audit.json").read_text())["line"] == line
 
 
-def kill_a_follower_before_the_stop(cluster: LocalCluster, locust, seconds: int, before: float) -> int:
-    """SIGKILL a follower about ``before`` seconds before a ``-t {seconds}s`` run stops (timed from its users'
-    spawning, as Locust times it); its index."""
-    deadline = time.monotonic() + 60
-    while "Ramping to" not in locust.output()[1]:
-        assert time.monotonic() < deadline and locust.poll() is None, locust.output()[1][-3000:]
-        time.sleep(0.05)
-    time.sleep(seconds - before)
+def kill_a_follower_and_stop(cluster: LocalCluster, locust) -> int:
+    """SIGKILL a follower 2 s after the users are up, and stop the run a second later (Ctrl-C); its index."""
+    wait_for_output(locust, "All users spawned")
+    time.sleep(2)
     follower = next(index for index in range(3) if index != cluster.leader_index(timeout=30))
     cluster.kill_member(follower)
+    time.sleep(1)
+    locust.interrupt()
     return follower
 
 
+def wait_for_output(locust, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in locust.output()[1]:
+        assert time.monotonic() < deadline and locust.poll() is None, locust.output()[1][-3000:]
+        time.sleep(0.05)
+
+
 def test_the_audit_waits_for_a_member_killed_as_the_run_ends_and_fails_naming_one_kept_down(tmp_out):
-    """An outside process kills a follower about a second before the stop. Started again 3 s after the stop, the
-    member is waited for and compared: a healthy cluster passes (etcd 3.4, which has no divergence bug under kills).
-    Kept down past --etcd-audit-wait, it is named, and the audit fails with exit code 4, though the two others agree."""
+    """An outside process kills a follower a second before the stop. Started again while the audit waits, the member
+    is compared: a healthy cluster passes (etcd 3.4, which has no divergence bug under kills). Kept down past
+    --etcd-audit-wait, it is named, and the audit fails with exit code 4, though the two others agree."""
     binary = choose_etcd_binary("3.4", "--etcd-local-binary").path
     args = ("--etcd-target", "leader", "--etcd-timeout", "2", "--etcd-skip-preflight", "EtcdPutUser")
     with running(LocalCluster(3, name="audit-wait", binary=binary)) as cluster:
-        # started again 3 s after the stop: waited for, then compared
+        # started again once the audit says it waits for it: then compared
         prefix = tmp_out / "waited"
-        with start_locust(*headless_args(cluster, prefix, *args, users=8, seconds=8), log_dir=tmp_out) as locust:
-            follower = kill_a_follower_before_the_stop(cluster, locust, seconds=8, before=1)
-            while "--run-time limit reached" not in locust.output()[1] and locust.poll() is None:
-                time.sleep(0.05)
-            time.sleep(3)
+        with start_locust(*headless_args(cluster, prefix, *args, users=8, seconds=60), log_dir=tmp_out) as locust:
+            follower = kill_a_follower_and_stop(cluster, locust)
+            killed = cluster.endpoints[follower].removeprefix("http://")
+            wait_for_output(locust, "audit: waiting up to 30 s for every member")
             start_again(cluster, follower)
             waited = locust.finish(timeout=120)
-        killed = cluster.endpoints[follower].removeprefix("http://")
         view = etcdctl_view(etcdctl_path(binary), cluster.endpoints)
         # kept down: named after a 3 s wait, and the run fails
         prefix = tmp_out / "down"
         wait = ("--etcd-audit-wait", "3", "--etcd-prefix", "/audit-down/")
-        with start_locust(*headless_args(cluster, prefix, *wait, *args, users=8, seconds=6), log_dir=tmp_out) as locust:
-            follower = kill_a_follower_before_the_stop(cluster, locust, seconds=6, before=1)
+        with start_locust(
+            *headless_args(cluster, prefix, *wait, *args, users=8, seconds=60), log_dir=tmp_out
+        ) as locust:
+            follower = kill_a_follower_and_stop(cluster, locust)
             down = locust.finish(timeout=120)
         gone = cluster.endpoints[follower].removeprefix("http://")
 
@@ -237,7 +242,8 @@ def test_the_audit_waits_for_a_member_killed_as_the_run_ends_and_fails_naming_on
     print(f"\netcdctl: {view}\n" + "\n".join(re.findall(r"audit: (?:waiting|every member|after) .*", waited.stderr)))
     print(line)
     assert not view["diverged"], view
-    assert waited.returncode == 0 and LINE.match(line) and line.startswith("audit: 3 members'"), line
+    # a put that failed as the follower went down may make the exit code 1 (--exit-code-on-error); never the audit's 4
+    assert waited.returncode in (0, 1) and LINE.match(line) and line.startswith("audit: 3 members'"), line
     said = re.search(
         rf"audit: waiting up to 30 s for every member to answer at the cluster's raft index \d+: .*{killed} ",
         waited.stderr,
@@ -245,7 +251,7 @@ def test_the_audit_waits_for_a_member_killed_as_the_run_ends_and_fails_naming_on
     assert said, waited.stderr[-3000:]
     assert re.search(r"audit: every member answers at raft index \d+, [\d.]+ s after the audit began", waited.stderr)
     record = json.loads((tmp_out / "waited_audit.json").read_text())["hashkv"]
-    assert record["not_compared"] == [] and len(record["members"]) == 3 and record["waited_s"] >= 1, record
+    assert record["not_compared"] == [] and len(record["members"]) == 3 and record["waited_s"] > 0, record
 
     assert_no_traceback(down.stderr)
     line = audit_line(down.stderr)
