@@ -62,6 +62,9 @@ class LoopClient:
         # set by the user's greenlet before it cancels this user's task: a cancellation is then the user's end, not
         # a call's failure
         self.stopping = False
+        # a call is on the wire: the user's end waits for its answer rather than cancel it (etcd 3.5.0-3.5.4 panic on a
+        # read-only txn cancelled by its client, etcd issue #14110)
+        self.in_call = False
         self.acknowledged = 0.0  # time.perf_counter() at the last call's status
         self.failure = ""  # the error label of the last call that failed
 
@@ -75,6 +78,7 @@ class LoopClient:
         """One call, unreported: (answer's bytes or None, error or None, seconds, its end)."""
         token = connection.call_started()
         started = time.perf_counter()
+        self.in_call = True
         try:
             answer = await method(connection)(request, timeout=self._timeout, metadata=connection.metadata)
             error = None
@@ -85,6 +89,11 @@ class LoopClient:
             answer, error = None, cancelled
         except Exception as failure:  # counted under etcd's label, never raised into the loop
             answer, error = None, failure
+        finally:
+            self.in_call = False
+        if self.stopping:  # answered after the user's stop: not reported, as a stopped greenlet's call is not
+            connection.call_ended(token, error is None, 0.0)
+            raise asyncio.CancelledError
         ended = time.perf_counter()
         # counted out; a call the pool abandoned is reported as EtcdClient's are (transport.errors.call_error)
         error = connection.call_finished(token, error, ended - started, ended, self._timeout)

@@ -4,9 +4,10 @@
 ``run_on_loop`` starts the user's coroutine on the loop thread and waits for it. The coroutine runs while the user's
 state is running: a graceful stop (``--stop-timeout``) ends it after its current request, as a greenlet's loop ends.
 Whatever ends the greenlet (Locust killing it as ``-u`` goes down or the run stops, a shape's next level, the web UI's
-stop, Ctrl-C) ends the coroutine first: the greenlet marks the user as stopping, cancels the task and waits until it
-has ended, so a coroutine never outlives its user and sends nothing after its stop. An error of the coroutine is
-raised in the greenlet, where Locust reports it as it reports a task's.
+stop, Ctrl-C) ends the coroutine first: the greenlet marks the user as stopping, lets a call on the wire finish (its
+answer not reported), cancels the task and waits until it has ended, so a coroutine never outlives its user and sends
+nothing after its stop. An error of the coroutine is raised in the greenlet, where Locust reports it as it reports a
+task's.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -55,8 +56,12 @@ class LoopUser:
             LoopUser.running -= 1
 
     async def _end(self) -> None:
-        """On the loop: cancel the user's task, and wait until it has ended."""
+        """On the loop: end the user's task, and wait until it has ended. A call on the wire is let finish (up to its
+        --etcd-timeout), its answer not reported: a cancelled read-only txn panics etcd 3.5.0-3.5.4 (issue #14110)."""
         task = self._task
         if task is not None and not task.done():
-            task.cancel()
+            if self._client.in_call:
+                await asyncio.wait({task}, timeout=self._client.settings.timeout)
+            if not task.done():
+                task.cancel()
             await asyncio.gather(task, return_exceptions=True)
