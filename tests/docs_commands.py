@@ -220,8 +220,9 @@ def _locust_variant(args: list[str], tool: str) -> tuple[list[str], str, frozens
             return args, f"{name} does not exist (yet)", frozenset()
     shape = _value(args, "--shape") if tool == "locust-etcd" else None
     shape_files = [name for name in files if name.startswith("shapes/") or "shape" in Path(name).name]
-    # an upgrade, a rollback or a replacement restarts members within the run: its page's run (seconds) is kept whole
-    restarts = re.search(r"(^|,)(upgrade|rollback|replace)[:@]", _value(args, "--etcd-disrupt") or "")
+    # a kill, an upgrade, a rollback or a replacement restarts members within the run: its page's run (seconds) is
+    # kept whole, so that the member is back before the audit compares every member
+    restarts = re.search(r"(^|,)(kill|upgrade|rollback|replace)[:@]", _value(args, "--etcd-disrupt") or "")
     if "-t" in args and not restarts:
         _set_option(args, "-t", RUN_TIME)
     for option, cap in (("-u", MAX_USERS), ("-r", MAX_USERS), ("--processes", MAX_PROCESSES)):

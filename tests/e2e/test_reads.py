@@ -11,7 +11,7 @@ import uuid
 
 import etcd3
 import pytest
-from checks import assert_no_traceback
+from checks import assert_no_traceback, failure_labels
 from support import (
     HEADLESS,
     free_port,
@@ -106,10 +106,11 @@ def test_two_worker_processes_each_check_their_reads_and_the_master_merges_them(
 
 def test_a_frozen_follower_delays_its_serializable_reads_without_serving_them_stale(tmp_out):
     """A follower SIGSTOPped for 2 s answers nothing while frozen; once resumed it mostly applies the entries it missed
-    before it answers the reads that waited (etcd 3.5.1 here): they come late, and its serializable reads' response
-    times reach the freeze. One read may be answered just before it catches up, from its state at the freeze: its
-    staleness may reach the freeze (2,021 ms in one run), never much beyond, while the other members' stays far below
-    and the linearizable reads of the same run stay at 0 violations."""
+    before it answers the reads that waited (etcd 3.5.1 here): they come late, their response times reaching the
+    freeze, unless the pool has left the silent member out first and abandoned them. One read may be answered just
+    before it catches up, from its state at the freeze: its staleness may reach the freeze (2,021 ms in one run), never
+    much beyond, while the other members' stays far below and the linearizable reads of the same run stay at 0
+    violations."""
     prefix = tmp_out / "run"
     mix = "put:40,range/serializable:40,range/linearizable:20"
     args = (*MIX, "--etcd-prefix", "/reads-frozen/", "--etcd-mix", mix, "--etcd-timeout", "5")
@@ -141,8 +142,13 @@ def test_a_frozen_follower_delays_its_serializable_reads_without_serving_them_st
     assert all(row["reads"] > 100 for row in rows.values())
     assert rows[frozen]["ms_max"] < FROZEN_SECONDS * 1000.0 * 1.5
     assert all(row["ms_max"] < FROZEN_SECONDS * 1000.0 for member, row in rows.items() if member != frozen), rows
+    # the reads that waited for the member: answered late, or abandoned by the pool once it left the silent member out
+    # (about a second after its last answer, which races with the resume at two)
     waited = next(row for row in read_csv_rows(f"{prefix}_stats.csv") if row["Name"] == "range/serializable")
-    assert float(waited["Max Response Time"]) > FROZEN_SECONDS * 1000.0 / 2  # the reads that waited for the member
+    late = float(waited["Max Response Time"]) > FROZEN_SECONDS * 1000.0 / 2
+    labels = failure_labels(prefix)
+    abandoned = int(waited["Failure Count"]) > 0 and set(labels) <= {"UNAVAILABLE", "DEADLINE_EXCEEDED"}
+    assert late or abandoned, (waited, labels)
 
 
 def test_a_partitioned_follower_serves_its_serializable_reads_stale_for_as_long_as_it_is_cut_off(tmp_out):
