@@ -456,32 +456,29 @@ class EtcdClient:
         if error is None:
             if pool.outage_started is not None:
                 pool.end_outage(ended)
-            self._fire(
-                request_type=REQUEST_TYPE,
-                name=name,
-                response_time=seconds * 1000.0,
-                response_length=result.ByteSize(),
-                exception=None,
-                context=context,
-            )
+            self._fire_call(name, seconds, result.ByteSize(), None, context)
             return result
         self._failure = label = error_label(error)
         if label in LEADER_LOST_LABELS or label in SLOW_MEMBER_LABELS:
             self.session.bridge.post(pool.rediscover)
-        self._fire(
-            request_type=REQUEST_TYPE,
-            name=name,
-            response_time=seconds * 1000.0,
-            response_length=0,
-            exception=label,
-            context=context,
-        )
+        self._fire_call(name, seconds, 0, label, context)
         if label in LEADER_LOST_LABELS:
             pool.begin_outage(label)
             # a dead channel fails at once: without a pause a closed-loop user would spin on it, counting thousands
             # of failures a second and taking the CPU that the surviving members need
             gevent.sleep(_OUTAGE_PAUSE)
         return None
+
+    def _fire_call(self, name: str, seconds: float, length: int, exception: str | None, context: dict) -> None:
+        """Locust's request event of one call: ``seconds`` long, ``length`` bytes answered, failed: ``exception``."""
+        self._fire(
+            request_type=REQUEST_TYPE,
+            name=name,
+            response_time=seconds * 1000.0,
+            response_length=length,
+            exception=exception,
+            context=context,
+        )
 
     def _take_context(self, ended: float) -> dict:
         """The request event's context: the intended-time latency of a scheduled call (once: the schedule moves on)."""

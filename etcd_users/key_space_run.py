@@ -4,7 +4,6 @@ writes the keys).
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.runners import WorkerRunner
 
 import signal
 
@@ -12,6 +11,7 @@ import gevent
 
 from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.key_space_fill import fill_key_space, forget_fills, reads_key_space
+from etcd_users.run_context import run_context
 
 INTERRUPTED_EXIT_CODE = 130  # a shell's for a process that Ctrl-C ended
 
@@ -42,7 +42,7 @@ class KeySpaceFill(FeatureHooks):
         self._fill(environment, inside_run=True)  # the web UI's runs: classes and options come with the start
 
     def _fill(self, environment, *, inside_run: bool) -> bool:
-        if isinstance(environment.runner, WorkerRunner) or not reads_key_space(environment.user_classes):
+        if run_context(environment).role.is_worker or not reads_key_space(environment.user_classes):
             return False
         settings = self.tool.run_settings
         if settings is None:

@@ -578,14 +578,7 @@ class KubernetesClient(EtcdClient):
         if error is not None or not self._compares or result.succeeded:
             return super()._report(name, result, error, seconds, ended)
         # a failed compare: etcd answered, the object had changed; counted apart from etcd's errors
-        self._fire(
-            request_type=REQUEST_TYPE,
-            name=name,
-            response_time=seconds * 1000.0,
-            response_length=result.ByteSize(),
-            exception=CONFLICT_LABEL,
-            context=self._take_context(ended),
-        )
+        self._fire_call(name, seconds, result.ByteSize(), CONFLICT_LABEL, self._take_context(ended))
         return result
 
 

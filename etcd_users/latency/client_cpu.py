@@ -33,6 +33,7 @@ from typing import Any, TextIO
 import gevent
 
 from etcd_users.files import CLIENT_CPU_COLUMNS, LOCAL_PROCESS, MASTER_PROCESS, SUFFIXES
+from etcd_users.role import Role
 from etcd_users.transport import bridge
 
 logger = logging.getLogger(__name__)
@@ -197,7 +198,7 @@ class ClientCpu:
         if self._is_worker():
             self._unsent.append(sample)
             return
-        process = MASTER_PROCESS if isinstance(self.environment.runner, locust_runners.MasterRunner) else LOCAL_PROCESS
+        process = MASTER_PROCESS if Role.of(self.environment.runner).is_master else LOCAL_PROCESS
         self._add((sample[0], process, *sample[1:]))
         self.flush()
 
@@ -223,7 +224,7 @@ class ClientCpu:
             ready, self._pending = self._pending, []
         else:
             horizon = _now()
-            if isinstance(self.environment.runner, locust_runners.MasterRunner):
+            if Role.of(self.environment.runner).is_master:
                 horizon -= locust_runners.WORKER_REPORT_INTERVAL + LATE_GRACE_SECONDS
             ready = [row for row in self._pending if row[0] + SAMPLE_SECONDS <= horizon]
             if not ready:
@@ -260,4 +261,4 @@ class ClientCpu:
             self._file.close()
 
     def _is_worker(self) -> bool:
-        return self.environment is not None and isinstance(self.environment.runner, locust_runners.WorkerRunner)
+        return self.environment is not None and Role.of(self.environment.runner).is_worker

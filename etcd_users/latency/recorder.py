@@ -26,6 +26,7 @@ from etcd_users.files import SERVICE
 from etcd_users.latency import store
 from etcd_users.latency.store import LatencyRow, LatencyStore
 from etcd_users.latency.writer import LatencyFiles
+from etcd_users.role import Role
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class LatencyRecorder:
             return None
         self.collect()
         runner = self.environment.runner if self.environment is not None else None
-        if not isinstance(runner, locust_runners.MasterRunner):
+        if not Role.of(runner).is_master:
             return store._now()
         workers = [node.id for node in list(runner.clients.values()) if node.state != locust_runners.STATE_MISSING]
         reported = [self._reported_at.get(worker) for worker in workers]
@@ -104,7 +105,7 @@ class LatencyRecorder:
         self.collect()
         if final:
             horizon = None
-        elif isinstance(self.environment.runner, locust_runners.MasterRunner):
+        elif Role.of(self.environment.runner).is_master:
             horizon = int(store._now() - locust_runners.WORKER_REPORT_INTERVAL - LATE_GRACE_SECONDS)
         else:
             horizon = int(store._now())  # the current second may still grow
@@ -153,7 +154,7 @@ class LatencyRecorder:
 
     def on_test_stop(self) -> None:
         # A master's workers still have their last report to send (on "quit", or within 3 s of "stop").
-        self.flush(final=not isinstance(self.environment.runner, locust_runners.MasterRunner))
+        self.flush(final=not Role.of(self.environment.runner).is_master)
 
     def on_quitting(self) -> None:
         self.flush()
@@ -194,7 +195,7 @@ class LatencyRecorder:
         Any reader after runner.quit() (files, snapshot, SLA gates) gets the run's complete figures.
         """
         runner = self.environment.runner
-        if self._late_reports_received or not isinstance(runner, locust_runners.MasterRunner) or len(runner.greenlet):
+        if self._late_reports_received or not Role.of(runner).is_master or len(runner.greenlet):
             return  # done, not a master, or its own listener still runs
         with self._late_reports_lock:
             if not self._late_reports_received:
@@ -223,4 +224,4 @@ class LatencyRecorder:
             logger.warning("%d worker(s) sent no last report: their last seconds are missing", len(waiting))
 
     def _is_worker(self) -> bool:
-        return isinstance(self.environment.runner, locust_runners.WorkerRunner)
+        return Role.of(self.environment.runner).is_worker

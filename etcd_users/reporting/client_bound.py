@@ -12,8 +12,6 @@ On a master or single process; a run driven by a load shape is left to the shape
 the same rule per level. ``processes_line`` and ``client_bound_line`` are pure.
 """
 
-from locust.runners import MasterRunner, WorkerRunner
-
 import logging
 import math
 import time
@@ -26,6 +24,8 @@ from etcd_users.files import CLIENT_BOUND_PCT, MASTER_PROCESS, SERVICE
 from etcd_users.latency.client_cpu import Row, busiest
 from etcd_users.latency.store import Key
 from etcd_users.reporting.rate_shortfall import users_at_rate, whole_seconds
+from etcd_users.role import Role
+from etcd_users.run_context import run_context
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
@@ -103,16 +103,17 @@ class ClientBound(FeatureHooks):
         self._reset()
         # also a locustfile whose users are not etcd's (no --etcd-* options): its client can be the limit as well
         self.rate = float(getattr(environment.parsed_options, "etcd_user_rate", 0.0) or 0.0)
-        self.judged = environment.shape_class is None and not isinstance(environment.runner, WorkerRunner)
+        self.judged = environment.shape_class is None and run_context(environment).role.judges
 
     def on_spawning_complete(self, **_kwargs) -> None:
         environment = self.environment
         runner = environment.runner if environment is not None else None
-        if not self.judged or isinstance(runner, WorkerRunner) or self.window is not None:
+        role = run_context(environment).role if environment is not None else Role.SINGLE
+        if not self.judged or role.is_worker or self.window is not None:
             return
         self.window = (time.time(), None)
         if self.rate > 0:
-            lag = MASTER_LAG_SECONDS if isinstance(runner, MasterRunner) else 1
+            lag = MASTER_LAG_SECONDS if role.is_master else 1
             self._look = gevent.spawn_later(MEASURED_SECONDS + 1 + lag, self._say_processes_needed, runner)
 
     def _say_processes_needed(self, runner) -> None:

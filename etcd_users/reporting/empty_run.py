@@ -7,8 +7,6 @@ taken into the exit code (``etcd_users.exit_code``); the line is printed at ``qu
 other features' lines, where a pipeline's log ends. ``why_empty`` is pure.
 """
 
-from locust.runners import WorkerRunner
-
 import logging
 import time
 from collections.abc import Iterable
@@ -66,11 +64,12 @@ class EmptyRun(FeatureHooks):
         """A run without a request gets its line."""
         self.line = ""
         runner = environment.runner
-        if not self.tool.ran or self.tool.run_settings is None or runner is None or isinstance(runner, WorkerRunner):
+        if not self.tool.ran or self.tool.run_settings is None or runner is None:
             return
-        if environment.stats.total.num_requests:
+        context = run_context(environment)
+        if context.role.is_worker or environment.stats.total.num_requests:
             return
-        tally = run_context(environment).watch_tally  # judged by the watchers' hooks at quitting, before this
+        tally = context.watch_tally  # judged by the watchers' hooks at quitting, before this
         if tally is not None and tally.events:
             return  # watchers of another run's writes: their events are the measure (the ``watchers:`` line)
         options = environment.parsed_options

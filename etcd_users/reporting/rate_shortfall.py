@@ -11,8 +11,6 @@ shape's own per-level verdicts. ``RateShortfall`` is a feature's hooks, whose li
 ``short_side`` and ``shortfall_line`` are pure.
 """
 
-from locust.runners import WorkerRunner
-
 import logging
 import math
 import time
@@ -25,6 +23,7 @@ from etcd_users.feature_hooks import FeatureHooks
 from etcd_users.files import CLIENT_BOUND_PCT, INTENDED, SERVICE
 from etcd_users.latency.client_cpu import Row, busiest
 from etcd_users.latency.store import Key
+from etcd_users.run_context import run_context
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
@@ -143,7 +142,7 @@ class RateShortfall(FeatureHooks):
     def on_spawning_complete(self, **_kwargs) -> None:
         environment = self.environment
         runner = environment.runner if environment is not None else None
-        if isinstance(runner, WorkerRunner) or environment.shape_class is not None or self.rate <= 0:
+        if run_context(environment).role.is_worker or environment.shape_class is not None or self.rate <= 0:
             return
         self.users = users_at_rate(environment, runner)
         self.window = (time.time(), None)

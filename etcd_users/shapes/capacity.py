@@ -222,7 +222,7 @@ class CapacitySearchShape(PlannedShape):
                     "phase": probe.phase,
                     "verdict": probe.verdict,
                     "achieved_qps": None if verdict is None else verdict.achieved_qps,
-                    "checks": [] if verdict is None else [check.to_dict() for check in verdict.checks],
+                    "checks": level.checks_json(),
                 }
             )
         return {

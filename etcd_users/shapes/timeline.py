@@ -42,8 +42,13 @@ class LevelRecord:
             "ended_at": self.ended_at,
             "errors": self.errors,
             "verdict": None if verdict is None else verdict.verdict,
-            "checks": [] if verdict is None else [check.to_dict() for check in verdict.checks],
+            "checks": self.checks_json(),
         }
+
+    def checks_json(self) -> list[dict]:
+        """The checks of the level's verdict as the files hold them; none before it is judged."""
+        verdict = self.verdict
+        return [] if verdict is None else [check.to_dict() for check in verdict.checks]
 
 
 class Timeline:

@@ -352,16 +352,7 @@ class SuiteRunner:
                 cluster.stop()
             record.seconds = round(time.monotonic() - started, 2)
         self.overheads.append(max(0.0, record.seconds - self.suite.duration))
-        marker = {
-            "fingerprint": fingerprint(self.suite, run),
-            "started": record.started,
-            "seconds": record.seconds,
-            "exit_code": record.exit_code,
-            "requests": record.requests,
-            "failures": record.failures,
-            "summary": record.summary,
-            "command": record.command,
-        }
+        marker = {"fingerprint": fingerprint(self.suite, run), **_record_json(record, _MARKER_FIELDS)}
         paths["done"].write_text(json.dumps(marker, indent=1) + "\n")
 
     def _locust(self, command: list[str], paths: dict[str, Path]) -> int:
@@ -435,19 +426,26 @@ class SuiteRunner:
         temporary.replace(self.out / SUITE_JSON)
 
 
-def _record_json(record: RunRecord) -> dict:
-    return {
-        "status": record.status,
-        "earlier": record.earlier,
-        "started": record.started,
-        "seconds": record.seconds,
-        "exit_code": record.exit_code,
-        "requests": record.requests,
-        "failures": record.failures,
-        "summary": record.summary,
-        "error": record.error,
-        "command": record.command,
-    }
+_RECORD_FIELDS = (
+    "status",
+    "earlier",
+    "started",
+    "seconds",
+    "exit_code",
+    "requests",
+    "failures",
+    "summary",
+    "error",
+    "command",
+)
+"""A run's fields in ``suite.json``, in order."""
+
+_MARKER_FIELDS = tuple(name for name in _RECORD_FIELDS if name not in ("status", "earlier", "error"))
+"""Those a finished run's marker keeps (after its fingerprint): what a later execution takes up again."""
+
+
+def _record_json(record: RunRecord, fields: tuple[str, ...] = _RECORD_FIELDS) -> dict:
+    return {name: getattr(record, name) for name in fields}
 
 
 def _public_options(options: dict) -> dict:
