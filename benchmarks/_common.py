@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import gevent
 
-from etcd_users.features import OPTIONS
+from etcd_users.core.features import OPTIONS
 from etcd_users.local import ClusterError, LocalCluster, find_etcd_binary
 
 REPO = Path(__file__).resolve().parent.parent

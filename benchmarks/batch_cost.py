@@ -21,7 +21,7 @@ import argparse
 import json
 import time
 
-from etcd_users.engine.results import LoopResults
+from etcd_users.features.engine.results import LoopResults
 from etcd_users.latency.store import LatencyStore
 
 

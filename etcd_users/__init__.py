@@ -1,7 +1,7 @@
 """Locust users for load-testing etcd over its v3 gRPC API.
 
 ``from etcd_users import EtcdUser`` loads the users, which install the ``--etcd-*`` options and the run's life cycle
-(``etcd_users.plugin``) into Locust. The package itself imports only grpc, and that only under gevent's monkey
+(``etcd_users.core.plugin``) into Locust. The package itself imports only grpc, and that only under gevent's monkey
 patching (``transport.native``), so ``python -m etcd_users.local``, the suite runner and the analysis can use its
 pure parts without Locust.
 

@@ -23,10 +23,10 @@ ERROR_PREFIX = f"{PROG}: error: "
 PACKAGE = Path(__file__).resolve().parent
 LOCUSTFILE = PACKAGE / "locustfile.py"
 SHAPES = {
-    "step-spike": PACKAGE / "shapes" / "step_spike.py",
-    "ladder": PACKAGE / "shapes" / "ladder.py",
-    "sine": PACKAGE / "shapes" / "sine.py",
-    "capacity": PACKAGE / "shapes" / "capacity.py",
+    "step-spike": PACKAGE / "features" / "shapes" / "step_spike.py",
+    "ladder": PACKAGE / "features" / "shapes" / "ladder.py",
+    "sine": PACKAGE / "features" / "shapes" / "sine.py",
+    "capacity": PACKAGE / "features" / "shapes" / "capacity.py",
 }
 
 HELP = f"""\

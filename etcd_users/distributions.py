@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from etcd_users.arguments import shown
+from etcd_users.core.arguments import shown
 
 KINDS = ("uniform", "sequential", "zipfian", "latest", "hotspot")
 ZIPFIAN_THETA = 0.99  # YCSB's ZipfianGenerator.ZIPFIAN_CONSTANT

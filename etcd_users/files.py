@@ -1,6 +1,6 @@
 """Every file a run leaves, defined once: names, columns, the ``Aggregated`` row, series, hlog tags, ``suite.json``.
 
-The writers (``etcd_users.latency``, ``etcd_users.monitoring.server_metrics``, ``shapes``, ``etcd_users.suite``) and
+The writers (``etcd_users.latency``, ``etcd_users.features.monitoring.server_metrics``, ``shapes``, ``etcd_users.suite``) and
 the readers (``analysis``) import these names, so a column renamed here is renamed on both sides. Pure: no Locust.
 """
 
@@ -23,13 +23,13 @@ SUFFIXES = {
     "capacity": "_capacity.json",  # shapes.capacity: the capacity search's result
     "etcd_metrics": "_etcd_metrics.csv",
     "client_cpu": "_client_cpu.csv",
-    "disruptions": "_disruptions.json",  # etcd_users.disruptions: each disruption's window
-    "audit": "_audit.json",  # etcd_users.audit: the end-of-run audit's result
-    "evidence": "_evidence.json",  # etcd_users.audit.evidence: a failed audit's offending keys, each member's view
+    "disruptions": "_disruptions.json",  # etcd_users.features.disruptions: each disruption's window
+    "audit": "_audit.json",  # etcd_users.features.audit: the end-of-run audit's result
+    "evidence": "_evidence.json",  # etcd_users.features.audit.evidence: a failed audit's offending keys, each member's view
     "evidence_html": "_evidence.html",  # the same, a timeline per key
-    "skew": "_skew.json",  # etcd_users.reporting.key_skew: the puts per key counted from the keys' versions
-    "staleness": "_staleness.csv",  # etcd_users.audit.run: how far behind each member's serializable reads were
-    "summary": "_summary.json",  # etcd_users.reporting.summary: the run in one file, written at its end
+    "skew": "_skew.json",  # etcd_users.features.workload.key_skew: the puts per key counted from the keys' versions
+    "staleness": "_staleness.csv",  # etcd_users.features.audit.run: how far behind each member's serializable reads were
+    "summary": "_summary.json",  # etcd_users.features.summary.summary: the run in one file, written at its end
 }
 
 # The name of the all-requests row, in Locust's CSVs and in ours.
@@ -98,7 +98,7 @@ def tag_text(text: str) -> str:
     return _UNSAFE_TAG_CHARACTERS.sub("_", text)
 
 
-# -- the members' /metrics, polled during the run (etcd_users.monitoring.server_metrics) --
+# -- the members' /metrics, polled during the run (etcd_users.features.monitoring.server_metrics) --
 
 ETCD_METRICS_COLUMNS = (
     *("Timestamp", "Member"),
@@ -125,7 +125,7 @@ ETCD_METRICS_REQUIRED_COLUMNS = (
     *("DbSizeBytes", "RssBytes", "CpuSeconds", "FsyncP99Ms", "Error"),
 )
 
-# -- the members at the first breach (etcd_users.monitoring.breach): a directory, PREFIX_breach/ --
+# -- the members at the first breach (etcd_users.features.monitoring.breach): a directory, PREFIX_breach/ --
 
 BREACH_DIRECTORY_SUFFIX = "_breach"  # a directory, not a file: kept out of SUFFIXES
 BREACH_CAPTURE = "capture.json"  # why, when, and each member's files (or why not) under their host_port directory
@@ -169,7 +169,7 @@ TEXT_COLUMNS = frozenset(
     | {"Process"}
 )
 
-# -- how far behind each member's serializable reads were, PREFIX_staleness.csv (etcd_users.audit.run) --
+# -- how far behind each member's serializable reads were, PREFIX_staleness.csv (etcd_users.features.audit.run) --
 
 # a row per member (host:port): its serializable reads judged, then the revisions and the milliseconds it was behind
 # the newest write acknowledged to the reading process when each read was sent (P50, P99, max; HDR histograms)
@@ -180,7 +180,7 @@ STALENESS_COLUMNS = (
 )
 STALENESS_FIELDS = ("member", "reads", "revisions_p50", "revisions_p99", "revisions_max", "ms_p50", "ms_p99", "ms_max")
 
-# -- the disruptions' windows, PREFIX_disruptions.json (etcd_users.disruptions.runner writes, the analysis reads) --
+# -- the disruptions' windows, PREFIX_disruptions.json (etcd_users.features.disruptions.runner writes, the analysis reads) --
 
 DISRUPTIONS_SCHEMA_VERSION = 1
 # each of its "windows": the item of the schedule, the members acted on, when (unix seconds), and how it went
@@ -188,7 +188,7 @@ DISRUPTION_WINDOW_KEYS = (
     *("item", "action", "members", "requested_at", "started_at", "finished_at", "ok", "result", "error"),
 )
 
-# -- the run in one file, PREFIX_summary.json (etcd_users.reporting.summary writes it, the analysis reads it) --
+# -- the run in one file, PREFIX_summary.json (etcd_users.features.summary.summary writes it, the analysis reads it) --
 
 # Its "schema" key; a reader refuses any other version.
 SUMMARY_SCHEMA_VERSION = 1
@@ -205,7 +205,7 @@ SUMMARY_KEYS = (
 # prefill): the keys the run starts with, those written (the others existed), the seconds it took, and why it stopped
 # short (null when complete)
 SUMMARY_PREPARATION_KEYS = ("keys", "written", "seconds", "error")
-# its "watch" (etcd_users.watchers.run): EtcdWatcherUser's watchers and events, and the progress intervals with watch
+# its "watch" (etcd_users.features.watchers.run): EtcdWatcherUser's watchers and events, and the progress intervals with watch
 # events in which the client process was busy (a whole core wanted, or its loop behind) of all those with events:
 # client_bound when half
 SUMMARY_WATCH_KEYS = (
@@ -217,7 +217,7 @@ SUMMARY_WATCH_KEYS = (
     "busy_intervals",
     "event_intervals",
 )
-# each of its "lost_workers": a worker that went silent mid-run (etcd_users.monitoring.lost_workers), when (its last
+# each of its "lost_workers": a worker that went silent mid-run (etcd_users.features.monitoring.lost_workers), when (its last
 # heartbeat, unix seconds and seconds into the run), its users and the run's then, and when it came back (or null)
 SUMMARY_LOST_WORKER_KEYS = ("worker", "at", "at_s", "users", "run_users", "returned_at")
 # each of its "requests": the figures of a row of PREFIX_latency.csv
@@ -232,7 +232,7 @@ SUMMARY_MEMBER_FIGURES = (
 )
 SECRET_SHOWN = "***"  # an option's secret value (a password, a token, a key) as the summary shows it
 
-# -- the load shape's record (etcd_users.shapes.record) --
+# -- the load shape's record (etcd_users.features.shapes.record) --
 
 SHAPE_REQUIRED_KEYS = ("started_at", "levels")
 

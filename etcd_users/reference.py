@@ -3,7 +3,7 @@
 
 import re
 
-from etcd_users.features import option_groups
+from etcd_users.core.features import option_groups
 
 
 def _cell(text: str) -> str:

@@ -1,7 +1,7 @@
 """A process's session: its settings, key space, bridge and connection pool, opened by its first user.
 
 Each process that runs users opens its own on first use, after Locust has forked (``--processes``), and keeps it on
-its run's context (``etcd_users.run_context``); a new run with other options (the web UI's form, the master's) opens
+its run's context (``etcd_users.core.run_context``); a new run with other options (the web UI's form, the master's) opens
 a new one.
 """
 
@@ -12,7 +12,7 @@ import logging
 
 import gevent.lock
 
-from etcd_users import key_space_fill
+from etcd_users.features.key_space import fill as key_space_fill
 from etcd_users.keys import KeySpace
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport import bridge
@@ -44,7 +44,7 @@ class Session:
 
     def ensure_key_space(self) -> None:
         """The key space is written before reads measure it, never reported as requests: by the master or the single
-        process before the run (``etcd_users.key_space_fill``), else here, once per process (a worker finds it
+        process before the run (``etcd_users.features.key_space.fill``), else here, once per process (a worker finds it
         written; a class without ``reads_key_space`` writes it on its first call). Stops the user when the fill
         failed: its reads would miss."""
         if self._populated:

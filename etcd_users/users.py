@@ -17,18 +17,18 @@ from collections.abc import Callable
 
 import gevent
 
-from etcd_users import plugin
 from etcd_users.arrivals import first_arrival, intervals
-from etcd_users.audit.notes import ClientNotes
 from etcd_users.client import EtcdClient
-from etcd_users.engine import workloads
-from etcd_users.engine.choice import LOOP, ready
-from etcd_users.engine.client import LoopClient
-from etcd_users.engine.user_loop import LoopUser
-from etcd_users.engine.workloads import Workload
-from etcd_users.kubernetes.client import KubernetesClient
-from etcd_users.run_context import run_context
-from etcd_users.watchers.client import WatcherClient
+from etcd_users.core import plugin
+from etcd_users.core.run_context import run_context
+from etcd_users.features.audit.notes import ClientNotes
+from etcd_users.features.engine import workloads
+from etcd_users.features.engine.choice import LOOP, ready
+from etcd_users.features.engine.client import LoopClient
+from etcd_users.features.engine.user_loop import LoopUser
+from etcd_users.features.engine.workloads import Workload
+from etcd_users.features.kubernetes.client import KubernetesClient
+from etcd_users.features.watchers.client import WatcherClient
 from etcd_users.ycsb_client import YcsbClient
 
 logger = logging.getLogger(__name__)
@@ -55,9 +55,9 @@ class EtcdUser(User):
 
     abstract = True
     wait_time = constant(0)
-    # reads keys of the key space: the master (or single process) writes it before the run (etcd_users.key_space_fill)
+    # reads keys of the key space: the master (or single process) writes it before the run (etcd_users.features.key_space.fill)
     reads_key_space = False
-    follows_user_rate = True  # sends at --etcd-user-rate through repeat (etcd_users.reporting.rate_shortfall)
+    follows_user_rate = True  # sends at --etcd-user-rate through repeat (etcd_users.features.rate_held.hooks)
 
     def __init__(self, environment) -> None:
         super().__init__(environment)

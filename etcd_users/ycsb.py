@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from etcd_users.arguments import shown
+from etcd_users.core.arguments import shown
 from etcd_users.distributions import KeyDistribution
 
 READ, UPDATE, INSERT, SCAN, RMW = "read", "update", "insert", "scan", "rmw"

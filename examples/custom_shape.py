@@ -9,9 +9,9 @@ options reach ``build_plan`` as ``settings``: here ``--shape-time-scale`` stretc
 """
 
 from etcd_users import EtcdPutUser  # noqa: F401  (the workload the shape drives; Locust takes it from this module)
-from etcd_users.shapes.base import PlannedShape
-from etcd_users.shapes.options import ShapeSettings
-from etcd_users.shapes.plan import Level
+from etcd_users.features.shapes.base import PlannedShape
+from etcd_users.features.shapes.options import ShapeSettings
+from etcd_users.features.shapes.plan import Level
 
 
 class ShortRampShape(PlannedShape):

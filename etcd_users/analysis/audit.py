@@ -1,4 +1,4 @@
-"""The end-of-run audit of a run (``PREFIX_audit.json``, written by ``etcd_users.audit``) as a table row and its
+"""The end-of-run audit of a run (``PREFIX_audit.json``, written by ``etcd_users.features.audit``) as a table row and its
 verdict line: whether the members' HashKV agreed, acknowledged writes were lost, watch events kept etcd's guarantees."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """How far behind each member's serializable reads were in a run (``PREFIX_staleness.csv``, written by the audit,
-``etcd_users.audit.run``): a note line per run for the analysis' report."""
+``etcd_users.features.audit.run``): a note line per run for the analysis' report."""
 
 from __future__ import annotations
 

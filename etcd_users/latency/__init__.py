@@ -11,7 +11,7 @@ latency from the intended send time of rate-driven users.
 - ``client_cpu``: each Locust process's own CPU once a second, merged on the master: ``PREFIX_client_cpu.csv``, to
   tell a saturated load generator from a saturated etcd;
 - ``recorder``: what Locust's events ask of them on a master, a worker or a single process (wired by
-  ``etcd_users.plugin``);
+  ``etcd_users.core.plugin``);
 - ``windows``: the merged histograms of a load shape's levels while they run, for their live verdicts.
 
 The HDR maths (percentiles, mean, merging) is ``etcd_users.hdr``, shared with the analysis.

@@ -32,8 +32,8 @@ from typing import Any, TextIO
 
 import gevent
 
+from etcd_users.core.role import Role
 from etcd_users.files import CLIENT_CPU_COLUMNS, LOCAL_PROCESS, MASTER_PROCESS, SUFFIXES
-from etcd_users.role import Role
 from etcd_users.transport import bridge
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """What Locust's events ask of the exact latencies, on a master, a worker or a single process.
 
-``etcd_users.plugin`` wires these methods to the events. Workers ship the seconds recorded since their last report
+``etcd_users.core.plugin`` wires these methods to the events. Workers ship the seconds recorded since their last report
 with Locust's own report (``report_to_master``); the master merges them. The master (or the single process)
 writes the files with ``--csv PREFIX``, refreshed every few seconds and completed at ``quit``, once the workers'
 last reports are in. On a master a second is written when it is 5 s old; a worker report later than that adds a
@@ -22,11 +22,11 @@ import gevent
 import gevent.lock
 from hdrh.histogram import HdrHistogram
 
+from etcd_users.core.role import Role
 from etcd_users.files import SERVICE
 from etcd_users.latency import store
 from etcd_users.latency.store import LatencyRow, LatencyStore
 from etcd_users.latency.writer import LatencyFiles
-from etcd_users.role import Role
 
 logger = logging.getLogger(__name__)
 

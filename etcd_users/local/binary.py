@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
+from etcd_users.core.arguments import SHOWN_PATH_CHARACTERS, shown
 from etcd_users.local.errors import ClusterError
 from etcd_users.settings.connection import local_binary_form_error as form_error
 

@@ -1,12 +1,13 @@
 """The settings of a run, one frozen dataclass per feature, each field declared once as its option
-(``etcd_users.settings.declare``): connection, workload, gates, monitoring, exporter, Kubernetes traffic and
-disruptions. The shapes' live in ``etcd_users.shapes.options``.
+(``etcd_users.core.declare``): connection, workload, gates, monitoring, exporter, Kubernetes traffic and
+disruptions. The shapes' live in ``etcd_users.features.shapes.options``.
 
 Pure: nothing of Locust, gRPC or the run, so the suite runner, the tests and the analysis can validate options
-without gevent's monkey patching. ``etcd_users.features`` lists the groups in their order (``OPTIONS``) and
+without gevent's monkey patching. ``etcd_users.core.features`` lists the groups in their order (``OPTIONS``) and
 registers them with Locust.
 """
 
+from etcd_users.core.declare import OptionGroup, SettingsError, option
 from etcd_users.settings.audit import AuditSettings
 from etcd_users.settings.connection import (
     CLIENT_MAX_SEND_BYTES,
@@ -15,7 +16,6 @@ from etcd_users.settings.connection import (
     Endpoint,
     parse_endpoints,
 )
-from etcd_users.settings.declare import OptionGroup, SettingsError, option
 from etcd_users.settings.disruptions import DisruptionSettings
 from etcd_users.settings.etcd import EtcdSettings, settings_from_options
 from etcd_users.settings.exporter import ExporterSettings

@@ -1,9 +1,9 @@
 """The audit at the end of a run that wrote: the members' HashKV, the acknowledged writes read back, the watch streams'
-order (``etcd_users.audit``)."""
+order (``etcd_users.features.audit``)."""
 
 from dataclasses import dataclass
 
-from etcd_users.settings.declare import OptionGroup, option, positive, switch
+from etcd_users.core.declare import OptionGroup, option, positive, switch
 
 
 @dataclass(frozen=True, kw_only=True)

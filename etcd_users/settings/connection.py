@@ -6,8 +6,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
-from etcd_users.settings.declare import OptionGroup, SettingsError, list_items, option, positive, zero_or_more
+from etcd_users.core.arguments import SHOWN_PATH_CHARACTERS, shown
+from etcd_users.core.declare import OptionGroup, SettingsError, list_items, option, positive, zero_or_more
 from etcd_users.settings.network import (
     ELECTION_FLAG,
     HEARTBEAT_FLAG,

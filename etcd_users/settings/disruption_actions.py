@@ -17,11 +17,11 @@ COMMAND = "NAME"  # a command's name, defined by --etcd-disrupt-command NAME=COM
 ARROW = "->"  # between the two members of an action from one member to another (cut:A->B)
 NONE, OPTIONAL, REQUIRED = "none", "optional", "required"  # whether an action takes +DURATION
 
-_ACTIONS_MODULE = "etcd_users.disruptions.actions"
-_UPGRADE_MODULE = "etcd_users.disruptions.upgrade"
-_REPLACE_MODULE = "etcd_users.disruptions.replace"
-_PARTITION_MODULE = "etcd_users.disruptions.partition"
-_MEMBERSHIP_MODULE = "etcd_users.disruptions.membership"
+_ACTIONS_MODULE = "etcd_users.features.disruptions.actions"
+_UPGRADE_MODULE = "etcd_users.features.disruptions.upgrade"
+_REPLACE_MODULE = "etcd_users.features.disruptions.replace"
+_PARTITION_MODULE = "etcd_users.features.disruptions.partition"
+_MEMBERSHIP_MODULE = "etcd_users.features.disruptions.membership"
 UPGRADE_FLAG = "--etcd-upgrade-binary"
 ADD_LEARNER = "add-learner"
 # the actions after which each process's pool follows the membership (``transport.membership``)
@@ -274,7 +274,7 @@ ACTIONS: dict[str, Action] = {
             (COMMAND,),
             OPTIONAL,
             False,
-            "etcd_users.disruptions.command:run_command",
+            "etcd_users.features.disruptions.command:run_command",
             "runs the command NAME given by `--etcd-disrupt-command NAME=COMMAND` (always with "
             "`--etcd-disrupt-allowed`); DURATION: its timeout; a non-zero exit fails the window",
             outside=True,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from etcd_users.arguments import shown
+from etcd_users.core.arguments import shown
 from etcd_users.settings.disruption_actions import ACTIONS
 from etcd_users.settings.disruption_schedule import COMMAND_FLAG, COMMAND_NAME, FLAG, Disruption, ScheduleError
 

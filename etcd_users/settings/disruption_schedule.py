@@ -15,7 +15,7 @@ import math
 import re
 from typing import NamedTuple
 
-from etcd_users.arguments import shown
+from etcd_users.core.arguments import shown
 from etcd_users.round_trip import PeerRtt, parse_round_trip
 from etcd_users.settings.disruption_actions import (
     ACTIONS,

@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass
 
+from etcd_users.core.declare import OptionGroup, SettingsError, option, switch
 from etcd_users.settings.connection import local_binary_form_error
-from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch
 from etcd_users.settings.disruption_actions import (
     ACTIONS,
     ADD_LEARNER,

@@ -3,10 +3,10 @@
 import argparse
 from dataclasses import dataclass
 
-from etcd_users.arguments import shown
+from etcd_users.core.arguments import shown
+from etcd_users.core.declare import SettingsError
 from etcd_users.settings.audit import AuditSettings
 from etcd_users.settings.connection import ConnectionSettings
-from etcd_users.settings.declare import SettingsError
 from etcd_users.settings.disruption_actions import ADD_LEARNER
 from etcd_users.settings.disruptions import DisruptionSettings
 from etcd_users.settings.exporter import ExporterSettings

@@ -1,9 +1,9 @@
-"""The exporter: the run's live metrics for Prometheus (``--etcd-prometheus-*``; ``etcd_users.reporting.exporter``)."""
+"""The exporter: the run's live metrics for Prometheus (``--etcd-prometheus-*``; ``etcd_users.features.exporter.exporter``)."""
 
 from dataclasses import dataclass
 
-from etcd_users.arguments import shown
-from etcd_users.settings.declare import OptionGroup, SettingsError, option
+from etcd_users.core.arguments import shown
+from etcd_users.core.declare import OptionGroup, SettingsError, option
 
 PROMETHEUS_WINDOW_MAX = 3600  # seconds: the exporter keeps each second of the window in memory
 

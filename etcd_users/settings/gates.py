@@ -1,6 +1,6 @@
 """Gates: the thresholds a run is judged by (``--etcd-sla``) and where the verdicts go for CI (``--etcd-junit``).
 
-The grammar of a gate is here; ``etcd_users.gates.sla`` judges them.
+The grammar of a gate is here; ``etcd_users.features.gates.sla`` judges them.
 """
 
 import math
@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from etcd_users.arguments import SHOWN_PATH_CHARACTERS, shown
+from etcd_users.core.arguments import SHOWN_PATH_CHARACTERS, shown
+from etcd_users.core.declare import OptionGroup, SettingsError, option
 from etcd_users.files import AGGREGATED
-from etcd_users.settings.declare import OptionGroup, SettingsError, option
 
 LATENCY_UNITS = {"us": 1.0, "µs": 1.0, "ms": 1000.0, "s": 1_000_000.0}  # to microseconds
 
@@ -41,7 +41,7 @@ _DISRUPT_EXAMPLE = "disrupt:gap<2s, disrupt:put:p99<50ms, disrupt:p99.9<80ms or 
 
 
 # a gate on the members' own metrics over the run (or a shape's level), judged on the worst member
-# (etcd_users.monitoring.member_figures): metric -> (the figure it reads, the kind of unit it takes)
+# (etcd_users.features.monitoring.member_figures): metric -> (the figure it reads, the kind of unit it takes)
 MEMBER = "member"
 MEMBER_METRICS = {
     "fsync_p99": ("fsync_p99_ms", "latency"),
@@ -62,7 +62,7 @@ _MEMBER_GATE = re.compile(
 )
 _MEMBER_EXAMPLE = "member:fsync_p99<10ms, member:leader_changes<1 or member:db_quota<80%"
 
-# a gate on the staleness of serializable reads (etcd_users.audit.reads), judged on the worst member: milliseconds
+# a gate on the staleness of serializable reads (etcd_users.features.audit.reads), judged on the worst member: milliseconds
 # behind (stale:p99<100ms), or revisions behind (stale:revisions:p99<50)
 STALE = "stale"
 STALE_REVISIONS = "revisions"

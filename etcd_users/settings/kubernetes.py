@@ -1,11 +1,11 @@
 """Kubernetes-shaped traffic (``--etcd-k8s-*``): the objects, the read and write mixes and the nodes' leases of
-``EtcdKubernetesUser`` and ``EtcdKubernetesNodeUser`` (``etcd_users.kubernetes``)."""
+``EtcdKubernetesUser`` and ``EtcdKubernetesNodeUser`` (``etcd_users.features.kubernetes``)."""
 
 import re
 from dataclasses import dataclass
 
-from etcd_users.arguments import shown
-from etcd_users.settings.declare import (
+from etcd_users.core.arguments import shown
+from etcd_users.core.declare import (
     OptionGroup,
     SettingsError,
     list_items,
@@ -184,7 +184,7 @@ class KubeSettings(OptionGroup):
 
 
 def _check_object_size(objects, largest: int, prefix: bytes, max_request_bytes: int) -> None:
-    # the longest key: PREFIX RESOURCE/ns-NNNN/RESOURCE-NNNNNN (etcd_users.kubernetes.layout)
+    # the longest key: PREFIX RESOURCE/ns-NNNN/RESOURCE-NNNNNN (etcd_users.features.kubernetes.layout)
     longest_key = len(prefix) + max(2 * len(resource) + len(str(count)) + 16 for resource, count in objects)
     if largest + longest_key + REQUEST_OVERHEAD_BYTES > max_request_bytes:
         raise SettingsError(

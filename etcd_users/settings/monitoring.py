@@ -3,9 +3,9 @@
 
 from dataclasses import dataclass
 
-from etcd_users.arguments import shown
+from etcd_users.core.arguments import shown
+from etcd_users.core.declare import OptionGroup, SettingsError, list_items, option, switch, zero_or_more
 from etcd_users.settings.connection import Endpoint, _url_parts
-from etcd_users.settings.declare import OptionGroup, SettingsError, list_items, option, switch, zero_or_more
 
 PROFILE_ON_BREACH_MAX = 300.0  # seconds: a CPU profile longer than a few minutes no longer shows the breach
 

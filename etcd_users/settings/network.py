@@ -7,9 +7,9 @@ the maximum of average round-trip time (RTT) between members, normally around 0.
 
 import re
 
-from etcd_users.arguments import shown
+from etcd_users.core.arguments import shown
+from etcd_users.core.declare import SettingsError
 from etcd_users.round_trip import JITTER_TOO_LARGE, PEER_RTT_MAX_MS, TOO_LONG, PeerRtt, parse_round_trip
-from etcd_users.settings.declare import SettingsError
 
 PEER_RTT_FLAG = "--etcd-local-peer-rtt"
 ZONES_FLAG = "--etcd-local-zones"

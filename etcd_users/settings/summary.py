@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from etcd_users.settings.declare import OptionGroup, option
+from etcd_users.core.declare import OptionGroup, option
 from etcd_users.settings.gates import parse_report_path
 
 

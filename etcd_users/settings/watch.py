@@ -6,8 +6,8 @@ The number of streams and of watchers per stream are the workload's ``--etcd-wat
 
 from dataclasses import dataclass
 
-from etcd_users.arguments import shown
-from etcd_users.settings.declare import OptionGroup, SettingsError, option, switch, zero_or_more
+from etcd_users.core.arguments import shown
+from etcd_users.core.declare import OptionGroup, SettingsError, option, switch, zero_or_more
 
 REVISION_LIMIT = 2**63 - 1  # etcd's revisions are int64
 

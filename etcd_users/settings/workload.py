@@ -7,10 +7,9 @@ Names mirror etcd's own ``benchmark`` tool (``--key-size --val-size --key-space-
 import math
 from dataclasses import dataclass
 
-from etcd_users.arguments import shown
 from etcd_users.arrivals import ARRIVALS
-from etcd_users.distributions import KeyDistribution, parse_key_distribution
-from etcd_users.settings.declare import (
+from etcd_users.core.arguments import shown
+from etcd_users.core.declare import (
     OptionGroup,
     SettingsError,
     option,
@@ -19,11 +18,12 @@ from etcd_users.settings.declare import (
     switch,
     zero_or_more,
 )
+from etcd_users.distributions import KeyDistribution, parse_key_distribution
 from etcd_users.ycsb import INSERT_HEADROOM, YcsbWorkload, parse_workload
 
 DEFAULT_PREFIX = "/locust-etcd/"
 CONSISTENCIES = ("l", "s")
-ENGINES = ("loop", "greenlet")  # etcd_users.engine.choice
+ENGINES = ("loop", "greenlet")  # etcd_users.features.engine.choice
 MIX_OPERATIONS = ("put", "range", "range/linearizable", "range/serializable", "delete", "txn-put")
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from etcd_users.features import OPTIONS
+from etcd_users.core.features import OPTIONS
 from etcd_users.files import (
     AGGREGATED,
     RUN_DONE,

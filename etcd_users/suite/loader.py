@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from etcd_users.arguments import Option
+from etcd_users.core.arguments import Option
 from etcd_users.local import ClusterError, choose_etcd_binary
 from etcd_users.settings import SettingsError, parse_endpoints
 from etcd_users.settings.connection import LOCAL_MEMBERS

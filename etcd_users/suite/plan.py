@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from etcd_users.features import OPTIONS
+from etcd_users.core.features import OPTIONS
 from etcd_users.settings import EtcdSettings, settings_from_options
 from etcd_users.suite.schema import LOCAL_CLUSTER_OPTIONS, OPTIONS_BY_NAME, SETTING_AXES, Suite
 

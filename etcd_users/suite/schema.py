@@ -7,8 +7,8 @@ The file format is described in ``suites/README.md``; `etcd_users.suite.loader` 
 from dataclasses import dataclass
 from pathlib import Path
 
-from etcd_users.arguments import Option
-from etcd_users.features import OPTIONS
+from etcd_users.core.arguments import Option
+from etcd_users.core.features import OPTIONS
 
 # the packaged locustfile: the default works from an installed tool as from a clone
 DEFAULT_LOCUSTFILE = Path(__file__).resolve().parents[1] / "locustfile.py"

@@ -73,7 +73,7 @@ class Connection:
     def use(self, channel: grpc.aio.Channel) -> None:
         self.channel = channel
         self.kv = rpc_pb2_grpc.KVStub(channel)
-        self.raw_kv = RawKV(channel)  # bytes in and out: the ready workloads on the loop (etcd_users.engine)
+        self.raw_kv = RawKV(channel)  # bytes in and out: the ready workloads on the loop (etcd_users.features.engine)
         self.maintenance = rpc_pb2_grpc.MaintenanceStub(channel)
         self.cluster = rpc_pb2_grpc.ClusterStub(channel)
         self.auth = rpc_pb2_grpc.AuthStub(channel)

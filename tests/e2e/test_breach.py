@@ -15,10 +15,10 @@ import pytest
 from checks import refusal_line
 from support import assert_one_line_error, free_port, run_analysis, run_locust, running
 
-from etcd_users.features import OPTIONS
+from etcd_users.core.features import OPTIONS
+from etcd_users.features.monitoring.breach import member_directory, start_capture
 from etcd_users.files import BREACH_CAPTURE, BREACH_FILES
 from etcd_users.local import LocalCluster
-from etcd_users.monitoring.breach import member_directory, start_capture
 from etcd_users.settings import settings_from_options
 
 pytestmark = pytest.mark.e2e
@@ -70,7 +70,7 @@ def test_a_capture_writes_each_member_s_files_in_the_background(pprof_etcd1, etc
                 ticks.append(time.monotonic())
 
         ticker = gevent.spawn(tick)
-        caplog.set_level(logging.INFO, logger="etcd_users.monitoring.breach")
+        caplog.set_level(logging.INFO, logger="etcd_users.features.monitoring.breach")
         started = time.monotonic()
         capture = start_capture(str(tmp_path / "run"), settings, "put p99 above 0.001 ms at step 1")
         assert capture is not None and capture.running()  # started, not done: the caller goes on

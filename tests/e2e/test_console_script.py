@@ -106,7 +106,9 @@ def test_the_wheel_installs_one_top_level_package_and_the_script(installed):
     outside = [path for path in recorded if path.startswith("..")]
     assert [Path(path).name for path in outside] == ["locust-etcd"]
     assert "etcd_users/locustfile.py" in recorded
-    assert {f"etcd_users/shapes/{name}.py" for name in ("step_spike", "ladder", "sine", "capacity")} <= set(recorded)
+    assert {f"etcd_users/features/shapes/{name}.py" for name in ("step_spike", "ladder", "sine", "capacity")} <= set(
+        recorded
+    )
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from support import HEADLESS, run_locust
 
 from etcd_users.analysis.load import load_run
 from etcd_users.analysis.phases import measure as measure_phases
-from etcd_users.exit_code import SLA_EXIT_CODE
+from etcd_users.core.exit_code import SLA_EXIT_CODE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ import pytest
 from checks import assert_no_traceback
 from support import HEADLESS, headless_args, run_analysis, run_locust
 
-from etcd_users.exit_code import SLA_EXIT_CODE
+from etcd_users.core.exit_code import SLA_EXIT_CODE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -10,8 +10,8 @@ import urllib.parse
 import etcd3
 import pytest
 
-from etcd_users.audit.divergence import differing_keys, keys_held_differently, member_listing
-from etcd_users.features import OPTIONS
+from etcd_users.core.features import OPTIONS
+from etcd_users.features.audit.divergence import differing_keys, keys_held_differently, member_listing
 from etcd_users.settings import settings_from_options
 from etcd_users.transport.bridge import Bridge
 from etcd_users.transport.pool import EndpointPool

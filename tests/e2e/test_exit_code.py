@@ -12,7 +12,7 @@ from checks import assert_no_traceback
 from etcd3 import etcdrpc
 from support import headless_args, read_csv_rows, start_locust
 
-from etcd_users.exit_code import AUDIT_EXIT_CODE, SLA_EXIT_CODE
+from etcd_users.core.exit_code import AUDIT_EXIT_CODE, SLA_EXIT_CODE
 from etcd_users.exposition import fetch_metrics, metric_sum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

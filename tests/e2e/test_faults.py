@@ -13,7 +13,7 @@ import pytest
 from checks import assert_no_traceback, failure_labels, history, stats_rows
 from support import LocustProcess, headless_args, member_counter, running, start_locust
 
-from etcd_users.exit_code import AUDIT_EXIT_CODE
+from etcd_users.core.exit_code import AUDIT_EXIT_CODE
 from etcd_users.exposition import fetch_metrics, metric_sum
 from etcd_users.local import ELECTION_TIMEOUT_MS, LocalCluster
 

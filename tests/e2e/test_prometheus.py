@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from support import DEPLOY, HEADLESS, free_port, headless_args, kill_group, read_csv_rows, run_locust, start_locust
 
 from etcd_users import hdr
-from etcd_users.reporting.exporter import BUCKETS_S, MASTER_LAG_S, QUANTILES, WEB_UI_ROUTE
+from etcd_users.features.exporter.exporter import BUCKETS_S, MASTER_LAG_S, QUANTILES, WEB_UI_ROUTE
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,7 @@ from support import (
     start_locust,
 )
 
-from etcd_users.exit_code import SLA_EXIT_CODE
+from etcd_users.core.exit_code import SLA_EXIT_CODE
 from etcd_users.local import LocalCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

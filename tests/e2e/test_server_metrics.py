@@ -14,9 +14,9 @@ import gevent
 import pytest
 from support import free_port, headless_args, read_csv_rows, run_locust
 
+from etcd_users.features.monitoring.preflight import BURST_PUTS, format_bytes
+from etcd_users.features.monitoring.server_metrics import COLUMNS, CSV_SUFFIX, MetricsPoller, Scrape, Scraper
 from etcd_users.local import LocalCluster
-from etcd_users.monitoring.preflight import BURST_PUTS, format_bytes
-from etcd_users.monitoring.server_metrics import COLUMNS, CSV_SUFFIX, MetricsPoller, Scrape, Scraper
 
 pytestmark = pytest.mark.e2e
 
@@ -87,7 +87,7 @@ def run(cluster: LocalCluster, out: Path, *args: str, users: int = 4, seconds: i
 
 
 def preflight_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if "etcd_users.monitoring.preflight" in line]
+    return [line for line in stderr.splitlines() if "etcd_users.features.monitoring.preflight" in line]
 
 
 @pytest.mark.slow

@@ -31,9 +31,9 @@ from support import (
 )
 
 from etcd_users.exposition import metric_sum, parse_metrics
+from etcd_users.features.monitoring.server_metrics import CSV_SUFFIX, DB_SIZE
+from etcd_users.features.monitoring.server_metrics import QUOTA as QUOTA_METRIC
 from etcd_users.local import LocalCluster
-from etcd_users.monitoring.server_metrics import CSV_SUFFIX, DB_SIZE
-from etcd_users.monitoring.server_metrics import QUOTA as QUOTA_METRIC
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ LOAD = ("--etcd-user-rate", "30", "--etcd-val-size", str(VALUE), "--etcd-key-spa
 # the compaction tests' runs are stopped (Ctrl-C) once etcd answered this many puts, however long that took: values
 # past 60 % of the quota plus some spare (a put or two of the start, the last second that Locust may not count)
 PUTS_PAST_60_PERCENT = int(0.7 * QUOTA / VALUE)
-SPACE_LOGGER = "etcd_users.monitoring.space"
+SPACE_LOGGER = "etcd_users.features.monitoring.space"
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 

@@ -5,7 +5,7 @@ page, and a headless Chromium that starts, edits and stops a test the way a pers
 option's whole help in order, choices as drop-downs, EtcdPutUser alone ticked and the endpoints as the host. The
 endpoints table's rows are ``tests/unit/test_endpoints_tab.py``."""
 
-import locust  # noqa: F401  (gevent patching before anything else loads: the test imports etcd_users.reporting.webui)
+import locust  # noqa: F401  (gevent patching before anything else loads: the test imports etcd_users.features.webui.tabs)
 
 import json
 import re
@@ -22,11 +22,11 @@ from certs import make_certs
 from support import REPO, LocustProcess, free_port, running, start_locust
 
 from etcd_users import settings as etcd_options
-from etcd_users.features import OPTIONS
+from etcd_users.core.features import OPTIONS
+from etcd_users.features.shapes import options as shape_options
+from etcd_users.features.webui.tabs import NOT_STARTED, SECRET_PLACEHOLDER, SLA_HINT, WAITING
 from etcd_users.files import LATENCY_SUMMARY_COLUMNS as SUMMARY_COLUMNS
 from etcd_users.local import ClusterError, LocalCluster
-from etcd_users.reporting.webui import NOT_STARTED, SECRET_PLACEHOLDER, SLA_HINT, WAITING
-from etcd_users.shapes import options as shape_options
 
 pytestmark = pytest.mark.e2e
 

@@ -6,7 +6,7 @@ from locust import events
 import gevent
 
 from etcd_users import EtcdPutUser  # noqa: F401  (Locust collects the User classes from this module)
-from etcd_users.run_context import run_context
+from etcd_users.core.run_context import run_context
 
 TRIGGER_AFTER_SECONDS = 1.0
 WHY = "test trigger: put p99 above 0.001 ms"

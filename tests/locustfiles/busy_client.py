@@ -11,7 +11,7 @@ from locust import User, constant, events, task
 import os
 import time
 
-from etcd_users import plugin
+from etcd_users.core import plugin
 
 # the exact latencies and the client CPU alone: these users are not etcd's
 plugin.install(events, etcd=False)

@@ -16,8 +16,8 @@ import os
 
 import gevent
 
-from etcd_users.engine.results import LoopResults
-from etcd_users.engine.user_loop import LoopUser
+from etcd_users.features.engine.results import LoopResults
+from etcd_users.features.engine.user_loop import LoopUser
 from etcd_users.locustfile import *  # noqa: F403  (every workload class)
 from etcd_users.transport import bridge
 

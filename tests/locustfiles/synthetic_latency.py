@@ -19,7 +19,7 @@ import random
 import time
 from pathlib import Path
 
-from etcd_users import plugin
+from etcd_users.core import plugin
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
 
 # the exact latencies alone: these users are not etcd's (no --etcd-* options, no cluster, no gates)

@@ -1,11 +1,11 @@
-"""Which members the audit waits for before it compares them (``etcd_users.audit.hashkv``): those that do not answer
+"""Which members the audit waits for before it compares them (``etcd_users.features.audit.hashkv``): those that do not answer
 and those whose raft applied index is below the cluster's, from etcd's own Status messages."""
 
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 from google.protobuf.internal.encoder import _VarintBytes
 
-from etcd_users.audit.hashkv import RAFT_APPLIED_INDEX_FIELD, applied_index, cluster_index, lagging
+from etcd_users.features.audit.hashkv import RAFT_APPLIED_INDEX_FIELD, applied_index, cluster_index, lagging
 from etcd_users.settings.connection import Endpoint
 
 

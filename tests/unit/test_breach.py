@@ -6,8 +6,8 @@ import json
 import pytest
 
 from etcd_users.analysis.breach import capture_lines
+from etcd_users.features.monitoring.breach import member_directory
 from etcd_users.files import BREACH_CAPTURE
-from etcd_users.monitoring.breach import member_directory
 
 
 @pytest.mark.parametrize(

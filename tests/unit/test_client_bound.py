@@ -1,6 +1,6 @@
 """The client's own limits as a run says them: processes a rate needs, and a client that wanted a whole core."""
 
-from etcd_users.reporting.client_bound import client_bound_line, processes_line, processes_needed
+from etcd_users.features.client_bound.hooks import client_bound_line, processes_line, processes_needed
 
 
 def test_a_rate_needs_its_cost_in_cores_at_90_percent_each():

@@ -5,7 +5,7 @@ import weakref
 
 import pytest
 
-from etcd_users import collector
+from etcd_users.core import collector
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from locust.argument_parser import get_parser
 
 import pytest
 
-from etcd_users.arguments import Option, add_option_group, error_line
-from etcd_users.features import add_option_groups
-from etcd_users.user_classes import (
+from etcd_users.core.arguments import Option, add_option_group, error_line
+from etcd_users.core.features import add_option_groups
+from etcd_users.core.user_classes import (
     check_class_names,
     nearest,
     no_class_message,

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from support import DEPLOY, deploy_manifests, pod_container
 
-from etcd_users import features as etcd_options
+from etcd_users.core import features as etcd_options
+from etcd_users.features.shapes import options as shape_options
 from etcd_users.settings import settings_from_options
-from etcd_users.shapes import options as shape_options
 
 OPTIONS = {option.env_var: option for option in (*etcd_options.OPTIONS, *shape_options.OPTIONS)}
 

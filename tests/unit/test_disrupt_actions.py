@@ -36,7 +36,7 @@ def test_each_action_has_a_function_the_runner_can_call(name):
 
 
 def test_an_action_without_its_function_fails_to_load():
-    lacking = replace(ACTIONS["defrag"], name="reboot", function="etcd_users.disruptions.actions:reboot")
+    lacking = replace(ACTIONS["defrag"], name="reboot", function="etcd_users.features.disruptions.actions:reboot")
     with pytest.raises(AttributeError, match="reboot"):
         lacking.load()
 

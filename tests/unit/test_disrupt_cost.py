@@ -1,10 +1,10 @@
-"""The cost of a disruption (``etcd_users.disruptions.cost``) on hand-made per-second data with known answers."""
+"""The cost of a disruption (``etcd_users.features.disruptions.cost``) on hand-made per-second data with known answers."""
 
 import pytest
 
 from etcd_users import hdr
-from etcd_users.disruptions.cost import Second, cost, describe, longest_gap, recovery, window_seconds
-from etcd_users.disruptions.span import SpanCost
+from etcd_users.features.disruptions.cost import Second, cost, describe, longest_gap, recovery, window_seconds
+from etcd_users.features.disruptions.span import SpanCost
 
 
 def second(latencies_ms: list[float], failures: int = 0) -> Second:

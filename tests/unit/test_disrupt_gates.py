@@ -11,10 +11,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from etcd_users.features import OPTIONS
-from etcd_users.gates import disruption_gates, sla
+from etcd_users.core.features import OPTIONS
+from etcd_users.features.gates import disruption_gates, junit, sla, step_summary
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.reporting import junit, step_summary
 from etcd_users.settings import (
     Gate,
     SettingsError,

@@ -1,4 +1,4 @@
-"""replace (``etcd_users.disruptions.replace``): its items parse like the other members' actions, refusals before a
+"""replace (``etcd_users.features.disruptions.replace``): its items parse like the other members' actions, refusals before a
 run are one line, the Cluster API's learner messages go over the wire as etcd's, and which of etcd's refusals are
 retried."""
 
@@ -8,9 +8,9 @@ import grpc
 import pytest
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.disruptions.cluster_api import initial_cluster
-from etcd_users.disruptions.cluster_api import passes as passes_on
-from etcd_users.disruptions.replace import _said
+from etcd_users.features.disruptions.cluster_api import initial_cluster
+from etcd_users.features.disruptions.cluster_api import passes as passes_on
+from etcd_users.features.disruptions.replace import _said
 from etcd_users.settings.disruption_schedule import Disruption, ScheduleError, check_allowed, parse_item, parse_schedule
 from etcd_users.transport import learners
 

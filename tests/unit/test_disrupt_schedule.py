@@ -5,7 +5,7 @@ import argparse
 
 import pytest
 
-from etcd_users.features import OPTIONS
+from etcd_users.core.features import OPTIONS
 from etcd_users.round_trip import PeerRtt
 from etcd_users.settings import DisruptionSettings, SettingsError
 from etcd_users.settings.disruption_actions import ACTIONS, NONE, REQUIRED

@@ -7,6 +7,7 @@ import stat
 
 import pytest
 
+from etcd_users.features.target_cluster.cluster import TargetCluster, choose_upgrade_binary
 from etcd_users.local import ClusterError, EtcdBinary
 from etcd_users.local import binary as binaries
 from etcd_users.local.logs import log_size, start_reason
@@ -18,7 +19,6 @@ from etcd_users.settings.disruption_schedule import (
     parse_item,
     parse_schedule,
 )
-from etcd_users.target_cluster import TargetCluster, choose_upgrade_binary
 
 FLAG = "--etcd-upgrade-binary"
 FOUND = [

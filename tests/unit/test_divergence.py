@@ -1,8 +1,8 @@
-"""The keys members hold differently (``etcd_users.audit.divergence.differing_keys``) and the audit's line of them."""
+"""The keys members hold differently (``etcd_users.features.audit.divergence.differing_keys``) and the audit's line of them."""
 
-from etcd_users.audit import divergence
-from etcd_users.audit.divergence import differing_keys
-from etcd_users.audit.verdict import held_differently_line
+from etcd_users.features.audit import divergence
+from etcd_users.features.audit.divergence import differing_keys
+from etcd_users.features.audit.verdict import held_differently_line
 
 
 def test_keys_differ_by_presence_or_version_not_by_mod_revision_alone():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import etcd_users.shapes.options  # noqa: F401  (registers the --shape-* options)
+import etcd_users.features.shapes.options  # noqa: F401  (registers the --shape-* options)
 import etcd_users.users  # noqa: F401  (registers the --etcd-* options)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -158,7 +158,7 @@ def test_ci_runs_the_readmes_test_command():
 
 API_PAGE = REPO / "docs" / "reference" / "api.md"
 # public methods a page of the API leaves out on purpose: Locust calls them, a locustfile never does
-NOT_FOR_LOCUSTFILES = {"etcd_users.shapes.base.PlannedShape": {"tick", "judge_remaining_levels"}}
+NOT_FOR_LOCUSTFILES = {"etcd_users.features.shapes.base.PlannedShape": {"tick", "judge_remaining_levels"}}
 
 
 def api_directives(page: str) -> dict[str, list[str] | None]:
@@ -195,7 +195,11 @@ def resolve(path: str):
 
 def test_every_public_method_of_the_client_and_the_bases_is_in_the_api_reference():
     directives = api_directives(API_PAGE.read_text())
-    for path in ("etcd_users.client.EtcdClient", "etcd_users.users.EtcdUser", "etcd_users.shapes.base.PlannedShape"):
+    for path in (
+        "etcd_users.client.EtcdClient",
+        "etcd_users.users.EtcdUser",
+        "etcd_users.features.shapes.base.PlannedShape",
+    ):
         assert path in directives, f"{API_PAGE.name} has no '::: {path}'"
         listed = directives[path]
         if listed is None:
@@ -287,8 +291,8 @@ def test_the_package_exports_every_class_of_the_locustfile():
 
 
 def test_the_analysis_page_and_the_end_of_a_run_list_every_file_a_run_writes():
+    from etcd_users.features.latency.end_of_run import FILE_ORDER
     from etcd_users.files import SUFFIXES
-    from etcd_users.reporting.end_of_run import FILE_ORDER
 
     page = (REPO / "docs" / "analysis.md").read_text()
     table = set(re.findall(r"`PREFIX(_[a-z_.]+)`", "\n".join(re.findall(r"^\| `PREFIX.*?\|", page, re.MULTILINE))))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from etcd_users.features.empty_run.hooks import why_empty
+from etcd_users.features.summary.summary import preparation_of
 from etcd_users.preparation import KEY_SPACE, KUBERNETES, Preparation
-from etcd_users.reporting.empty_run import why_empty
-from etcd_users.reporting.summary import preparation_of
 
 PREFIX = "locust-etcd: no request was measured: "
 

@@ -5,8 +5,8 @@ import locust  # noqa: F401  (gevent patching before anything else loads: the la
 
 import os
 
+from etcd_users.features.latency.end_of_run import TITLE, files_lines, run_files, table_lines
 from etcd_users.latency.store import LatencyRow
-from etcd_users.reporting.end_of_run import TITLE, files_lines, run_files, table_lines
 
 
 def row(

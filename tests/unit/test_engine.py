@@ -15,8 +15,8 @@ import random
 import pytest
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.engine.choice import engine_line, ready, runs_on_loop
-from etcd_users.engine.locust_stats import is_locust_listener, log_batch
+from etcd_users.features.engine.choice import engine_line, ready, runs_on_loop
+from etcd_users.features.engine.locust_stats import is_locust_listener, log_batch
 from etcd_users.latency import store as latency_store
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
 from etcd_users.transport.wire import KeyRequests, field_header, put_revision, varint

@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from etcd_users.exit_code import (
+from etcd_users.core.exit_code import (
     AUDIT_EXIT_CODE,
     GREENLET_DIED,
     REQUESTS_FAILED,

@@ -1,4 +1,4 @@
-"""Locust's CSV files completed at quit (``etcd_users.reporting.final_stats``), in process: Locust's own writer and
+"""Locust's CSV files completed at quit (``etcd_users.features.latency.final_stats``), in process: Locust's own writer and
 its greenlet, requests that came after its last tick. A real run's files are ``tests/e2e/test_end_of_run.py``."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads)
@@ -10,7 +10,7 @@ import csv
 
 import gevent
 
-from etcd_users.reporting.final_stats import at_quit, at_quitting, complete
+from etcd_users.features.latency.final_stats import at_quit, at_quitting, complete
 
 
 def rows(path) -> list[dict[str, str]]:

@@ -42,7 +42,7 @@ def imports_of(path: Path, module: str, known: set[str]) -> set[str]:
 def test_no_import_circle_among_the_project_s_modules_counting_imports_inside_functions():
     modules = project_modules()
     graph = {name: imports_of(path, name, set(modules)) for name, path in modules.items()}
-    assert graph["etcd_users.plugin"], "the graph must see imports (a parser that finds none proves nothing)"
+    assert graph["etcd_users.core.plugin"], "the graph must see imports (a parser that finds none proves nothing)"
     circles = []
     state: dict[str, int] = {}
 
@@ -77,7 +77,7 @@ def test_settings_files_and_hdr_load_neither_locust_nor_gevent_nor_grpc():
     # the suite runner, the analysis and the tests validate options and read files without gevent's patching
     code = (
         "import sys, etcd_users.settings, etcd_users.files, etcd_users.hdr, etcd_users.suite.cli; "
-        "import etcd_users.analysis, etcd_users.features; "
+        "import etcd_users.analysis, etcd_users.core.features; "
         "print(sorted(m for m in ('locust', 'gevent', 'grpc') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, check=True)
@@ -129,7 +129,7 @@ def keys_by_id(tree: ast.Module, names: set[str]) -> list[int]:
 
 
 def test_no_module_keeps_a_run_s_state_in_a_module_level_dict_keyed_by_id():
-    # a process's state for a run lives on its context (etcd_users.run_context), not in globals keyed by id(environment)
+    # a process's state for a run lives on its context (etcd_users.core.run_context), not in globals keyed by id(environment)
     sample = ast.parse("_kept: dict[int, object] = {}\ndef get(environment):\n    return _kept.get(id(environment))\n")
     assert keys_by_id(sample, module_level_dicts(sample)) == [3], "the scan must find the pattern it forbids"
     found = []
@@ -154,8 +154,9 @@ def feature_hooks_classes() -> set[str]:
 
 def test_a_feature_is_one_place_its_entry_in_features():
     # FEATURES is the only list: the option groups, the --etcd-* options and the hooks all come from it
-    from etcd_users import features, settings
-    from etcd_users.shapes.options import ShapeSettings
+    from etcd_users import settings
+    from etcd_users.core import features
+    from etcd_users.features.shapes.options import ShapeSettings
 
     assert not hasattr(settings, "GROUPS") and not hasattr(settings, "OPTIONS")
     groups = [feature.options for feature in features.FEATURES if feature.options is not None]
@@ -165,5 +166,5 @@ def test_a_feature_is_one_place_its_entry_in_features():
     named = {feature.hooks for feature in features.FEATURES if feature.hooks}
     # the key space fill is the plugin's own (between its test_start and the features'); the gates' hooks compose
     # the watch over the workers
-    others = {"etcd_users.key_space_run:KeySpaceFill", "etcd_users.reporting.worker_watch:WorkerWatch"}
+    others = {"etcd_users.features.key_space.hooks:KeySpaceFill", "etcd_users.features.gates.worker_watch:WorkerWatch"}
     assert feature_hooks_classes() == named | others

@@ -1,4 +1,4 @@
-"""The Kubernetes workload's pure parts (``etcd_users.kubernetes.layout``, the ``--etcd-k8s-*`` parsers):
+"""The Kubernetes workload's pure parts (``etcd_users.features.kubernetes.layout``, the ``--etcd-k8s-*`` parsers):
 kube-apiserver's key layout under the prefix, the mixes, the objects a process knows, the values,
 the watch events matched to the writes."""
 
@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from etcd_users.features import OPTIONS
-from etcd_users.kubernetes.layout import (
+from etcd_users.core.declare import parse_weights
+from etcd_users.core.features import OPTIONS
+from etcd_users.features.kubernetes.layout import (
     NODE_LEASE_BYTES,
     Layout,
     ObjectPool,
@@ -22,9 +23,8 @@ from etcd_users.kubernetes.layout import (
     pages,
     spread_schedule,
 )
-from etcd_users.kubernetes.run import may_compact, wanted_keys
+from etcd_users.features.kubernetes.run import may_compact, wanted_keys
 from etcd_users.settings import KubeSettings, SettingsError, settings_from_options
-from etcd_users.settings.declare import parse_weights
 from etcd_users.settings.kubernetes import K8S_READS, K8S_WRITES, parse_k8s_object_size, parse_k8s_objects
 
 

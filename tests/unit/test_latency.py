@@ -1,6 +1,6 @@
 """The exact latencies without a Locust run: the HDR maths (``etcd_users.hdr``), the store (recording, rolling per
 second, workers' reports, merging, sealing, resets), the file fields and tags (``etcd_users.latency.writer``), and
-the recorder as ``etcd_users.plugin`` wires it into Locust's events (files written on flush, test_start, test_stop,
+the recorder as ``etcd_users.core.plugin`` wires it into Locust's events (files written on flush, test_start, test_stop,
 quit; Reset stats).
 
 Real Locust runs checked against what their users fired are in ``tests/e2e/test_latency.py``.
@@ -21,7 +21,8 @@ from checks import read_hlog, recorded
 from hdrh.histogram import HdrHistogram
 from support import read_csv_rows
 
-from etcd_users import hdr, plugin
+from etcd_users import hdr
+from etcd_users.core import plugin
 from etcd_users.files import (
     AGGREGATED,
     INTENDED,

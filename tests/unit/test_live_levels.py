@@ -18,15 +18,15 @@ from etcd_users import hdr
 from etcd_users.analysis.levels import LevelWindow, level_windows
 from etcd_users.analysis.levels import judge as analysis_judge
 from etcd_users.analysis.levels import verdict as analysis_verdict
-from etcd_users.gates.level_verdicts import FAIL, KEEP_UP_GATE, PASS, judge_level, window_measurements
-from etcd_users.gates.sla import Measurements
+from etcd_users.core.plugin import install
+from etcd_users.features.gates.level_verdicts import FAIL, KEEP_UP_GATE, PASS, judge_level, window_measurements
+from etcd_users.features.gates.sla import Measurements
+from etcd_users.features.shapes import judging
+from etcd_users.features.shapes.capacity import BISECT, GROW, CapacitySearch, CapacitySearchShape
+from etcd_users.features.shapes.step_spike import StepSpikeShape
 from etcd_users.latency import store as latency_store
 from etcd_users.latency.windows import Windows
-from etcd_users.plugin import install
 from etcd_users.settings import SettingsError, parse_gates
-from etcd_users.shapes import judging
-from etcd_users.shapes.capacity import BISECT, GROW, CapacitySearch, CapacitySearchShape
-from etcd_users.shapes.step_spike import StepSpikeShape
 from unit.test_shapes import options
 
 PUT = ("etcd", "put", "service")
@@ -497,7 +497,7 @@ def test_a_capacity_search_whose_first_probe_fails_gives_exit_code_3(monkeypatch
 
 
 def test_the_web_uis_sla_tab_lists_the_levels_judged_so_far(monkeypatch, tmp_path):
-    from etcd_users.reporting.webui import level_rows
+    from etcd_users.features.webui.tabs import level_rows
 
     run = Run(monkeypatch, tmp_path)
     run.tick()

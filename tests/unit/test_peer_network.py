@@ -14,9 +14,9 @@ import time
 import gevent
 import pytest
 
-from etcd_users.disruptions import partition
-from etcd_users.disruptions.actions import ActionError, Done, agreed_leader, leader_of, resolve_pair
-from etcd_users.disruptions.partition import leadership
+from etcd_users.features.disruptions import partition
+from etcd_users.features.disruptions.actions import ActionError, Done, agreed_leader, leader_of, resolve_pair
+from etcd_users.features.disruptions.partition import leadership
 from etcd_users.local import ClusterError, peer_proxy
 from etcd_users.local.peer_links import PROXY_SCRIPT, PeerLinks
 from etcd_users.local.peer_proxy import PeerProxy, _diagnosed_inode, _socket_inode, dialing_link

@@ -5,8 +5,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from etcd_users.gates.sla import Result
-from etcd_users.reporting import junit, step_summary
+from etcd_users.features.gates import junit, step_summary
+from etcd_users.features.gates.sla import Result
 from etcd_users.settings import SettingsError, parse_gate
 
 P99, ERRORS, QPS = parse_gate("put:p99<15ms"), parse_gate("errors<0.1%"), parse_gate("qps>1000")

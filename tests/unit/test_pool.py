@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import gevent
 import pytest
 
-from etcd_users.features import OPTIONS
+from etcd_users.core.features import OPTIONS
 from etcd_users.settings import Endpoint, settings_from_options
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import Connection, EndpointPool, MemberStatus

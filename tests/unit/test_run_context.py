@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from etcd_users.audit.ledger import Ledger
-from etcd_users.audit.record import RunRecord
-from etcd_users.features import OPTIONS
-from etcd_users.role import Role
-from etcd_users.run_context import ATTRIBUTE, RunContext, attach, run_context
+from etcd_users.core.features import OPTIONS
+from etcd_users.core.role import Role
+from etcd_users.core.run_context import ATTRIBUTE, RunContext, attach, run_context
+from etcd_users.features.audit.ledger import Ledger
+from etcd_users.features.audit.record import RunRecord
+from etcd_users.features.watchers.state import ProcessWatchers
 from etcd_users.settings import settings_from_options
-from etcd_users.watchers.state import ProcessWatchers
 
 REPO = Path(__file__).resolve().parents[2]
 

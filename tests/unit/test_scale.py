@@ -2,10 +2,10 @@
 
 import resource
 
-from etcd_users.gates.sla import Result
-from etcd_users.monitoring.lost_workers import LostWorker, end_line, verdict_text, warning_line
+from etcd_users.features.gates.sla import Result
+from etcd_users.features.gates.worker_watch import WORKERS_GATE
+from etcd_users.features.monitoring.lost_workers import LostWorker, end_line, verdict_text, warning_line
 from etcd_users.open_files import OTHER_FILES, connections_error
-from etcd_users.reporting.worker_watch import WORKERS_GATE
 
 LOST = LostWorker(worker="vm_1a2b", at=1_000.4, at_s=10.4, users=32, run_users=64)
 

@@ -10,10 +10,10 @@ from certs import Certs, make_certs
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from etcd_users.arguments import shown
-from etcd_users.features import OPTIONS
+from etcd_users.core.arguments import shown
+from etcd_users.core.features import OPTIONS
+from etcd_users.features.monitoring.server_metrics import member_urls
 from etcd_users.keys import next_page_key
-from etcd_users.monitoring.server_metrics import member_urls
 from etcd_users.settings import (
     DEFAULT_PREFIX,
     Credentials,

@@ -20,14 +20,14 @@ from types import SimpleNamespace
 import pytest
 from support import REPO
 
-from etcd_users.judged_shape import JudgedShape, check_on_init, judged_shape
+from etcd_users.features.shapes.base import PlannedShape
+from etcd_users.features.shapes.judged import JudgedShape, check_on_init, judged_shape
+from etcd_users.features.shapes.ladder import ConcurrencyLadderShape
+from etcd_users.features.shapes.options import ShapeSettings
+from etcd_users.features.shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
+from etcd_users.features.shapes.sine import SineWaveShape
+from etcd_users.features.shapes.step_spike import StepSpikeShape
 from etcd_users.settings import SettingsError
-from etcd_users.shapes.base import PlannedShape
-from etcd_users.shapes.ladder import ConcurrencyLadderShape
-from etcd_users.shapes.options import ShapeSettings
-from etcd_users.shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
-from etcd_users.shapes.sine import SineWaveShape
-from etcd_users.shapes.step_spike import StepSpikeShape
 
 DEFAULT_STEPS = [300, 500, 700, 900, 1100, 1300, 1500, 1700, 1900, 2000]
 
@@ -183,7 +183,7 @@ def test_ladder_default_plan_and_ticks():
 
 def test_ladder_from_option_and_rate_warning(caplog):
     shape, clock = make_shape(ConcurrencyLadderShape, shape_ladder="1,5", shape_step_time=10, etcd_user_rate=2.0)
-    with caplog.at_level(logging.WARNING, logger="etcd_users.shapes.base"):
+    with caplog.at_level(logging.WARNING, logger="etcd_users.features.shapes.base"):
         assert tick_at(shape, clock, 0) == (1, 1.0)
     assert [level.users for level in shape.plan] == [1, 5]
     assert "leave --etcd-user-rate at 0" in caplog.text
@@ -235,7 +235,7 @@ def test_sine_never_below_one_qps():
 
 def test_sine_coarse_rate_warns(caplog):
     shape, clock = make_shape(SineWaveShape, etcd_user_rate=10.0)
-    with caplog.at_level(logging.WARNING, logger="etcd_users.shapes.base"):
+    with caplog.at_level(logging.WARNING, logger="etcd_users.features.shapes.base"):
         tick_at(shape, clock, 0)
     assert "a smaller rate gives finer levels" in caplog.text
 
@@ -300,7 +300,7 @@ QPS_RATE_MESSAGE = (
 
 def test_qps_shape_without_rate_stops_with_one_line(caplog):
     shape, clock = make_shape(StepSpikeShape)
-    with caplog.at_level(logging.ERROR, logger="etcd_users.shapes.base"):
+    with caplog.at_level(logging.ERROR, logger="etcd_users.features.shapes.base"):
         assert tick_at(shape, clock, 0) is None
     assert [record.getMessage() for record in caplog.records] == [QPS_RATE_MESSAGE]
 
@@ -394,7 +394,7 @@ def test_a_plan_beyond_what_locust_can_run_is_one_line(shape_class, overrides, s
 
 def test_settings_error_at_tick_then_recovery(caplog):
     shape, clock = make_shape(StepSpikeShape, etcd_user_rate=10.0, shape_time_scale=0.0)
-    with caplog.at_level(logging.ERROR, logger="etcd_users.shapes.base"):
+    with caplog.at_level(logging.ERROR, logger="etcd_users.features.shapes.base"):
         assert tick_at(shape, clock, 0) is None
     assert caplog.records[-1].getMessage().startswith("--shape-time-scale:")
     shape.runner.environment.parsed_options.shape_time_scale = 1.0
@@ -446,7 +446,7 @@ def test_the_tool_finds_its_shapes_and_no_other():
 
 def test_level_change_logged_once(caplog):
     shape, clock = make_shape(StepSpikeShape, etcd_user_rate=10.0)
-    with caplog.at_level(logging.INFO, logger="etcd_users.shapes.base"):
+    with caplog.at_level(logging.INFO, logger="etcd_users.features.shapes.base"):
         for t in (0, 1, 2, 300, 301):
             tick_at(shape, clock, t)
     level_lines = [record.getMessage() for record in caplog.records if "shape: level" in record.getMessage()]
@@ -601,12 +601,12 @@ def run_python(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[
 def test_modules_import_and_register_options_once():
     code = """
 import etcd_users.users  # as a locustfile loads the tool: its options
-import etcd_users.shapes.step_spike, shapes.ladder, shapes.sine
-import etcd_users.shapes.options
+import etcd_users.features.shapes.step_spike, shapes.ladder, shapes.sine
+import etcd_users.features.shapes.options
 from locust.argument_parser import get_parser
 parser = get_parser()
 parsed = parser.parse_args(["--shape-ladder", "1,5", "--shape-sine-jitter=-2,3", "--shape-time-scale", "0.5"])
-from etcd_users.shapes.options import ShapeSettings
+from etcd_users.features.shapes.options import ShapeSettings
 s = ShapeSettings.from_options(parsed)
 group = [g for g in parser._action_groups if g.title == "etcd load shapes"]
 print(s.ladder, s.sine_jitter, s.time_scale, len(group), len(group[0]._group_actions))

@@ -11,10 +11,11 @@ from types import SimpleNamespace
 import pytest
 
 from etcd_users.compaction import CompactionSchedule
-from etcd_users.features import OPTIONS
-from etcd_users.local import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
-from etcd_users.monitoring.server_metrics import DB_SIZE, QUOTA, Scrape
-from etcd_users.monitoring.space import (
+from etcd_users.core.features import OPTIONS
+from etcd_users.core.role import Role
+from etcd_users.core.run_context import RunContext
+from etcd_users.features.monitoring.server_metrics import DB_SIZE, QUOTA, Scrape
+from etcd_users.features.monitoring.space import (
     Alarms,
     QuotaWatch,
     SpaceWatch,
@@ -27,8 +28,7 @@ from etcd_users.monitoring.space import (
     recovery_commands,
     seconds_left,
 )
-from etcd_users.role import Role
-from etcd_users.run_context import RunContext
+from etcd_users.local import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
 from etcd_users.settings import settings_from_options
 
 MIB = 1024**2
@@ -220,7 +220,11 @@ def watch_of(endpoints: str, errors: tuple[str, ...] = ()) -> SpaceWatch:
 
 
 def space_records(caplog, level: int) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "etcd_users.monitoring.space" and r.levelno == level]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "etcd_users.features.monitoring.space" and r.levelno == level
+    ]
 
 
 def test_the_alarm_is_logged_once_per_run_shown_while_raised_and_cleared_when_disarmed(caplog):

@@ -3,18 +3,17 @@ judge, the disruptions' states and costs, the start form's order and ticked clas
 endpoints table is ``tests/unit/test_endpoints_tab.py``; the UI itself, against real members and in a browser,
 ``tests/e2e/test_webui.py``."""
 
-import locust  # noqa: F401  (gevent patching before anything else loads: the test imports etcd_users.reporting.webui)
+import locust  # noqa: F401  (gevent patching before anything else loads: the test imports etcd_users.features.webui.tabs)
 from locust.env import Environment
 from locust.event import Events
 
 import argparse
 from types import SimpleNamespace
 
-from etcd_users.features import OPTIONS
-from etcd_users.gates import disruption_gates
-from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.latency.store import LatencyRow
-from etcd_users.reporting.webui import (
+from etcd_users.core.features import OPTIONS
+from etcd_users.features.gates import disruption_gates
+from etcd_users.features.watchers.tally import WatchTally
+from etcd_users.features.webui.tabs import (
     DISRUPTIONS_HINT,
     NOT_STARTED,
     SLA_HINT,
@@ -28,8 +27,9 @@ from etcd_users.reporting.webui import (
     sla_rows,
     watcher_rows,
 )
+from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.latency.store import LatencyRow
 from etcd_users.settings import parse_gates, settings_from_options
-from etcd_users.watchers.tally import WatchTally
 
 
 def test_latencies_show_three_decimals_and_an_empty_sla_tab_says_how_to_add_gates():

@@ -1,0 +1,167 @@
+"""The ready workloads' results, gathered on the loop thread and handed to the gevent thread in batches.
+
+Each request of a user's loop on the loop thread adds one result, ``(name, seconds, ended, response length, error
+label or None, intended seconds or None)``, ``ended`` on ``time.perf_counter()``'s clock. Every ``FLUSH_SECONDS``, or
+as soon as ``BATCH_MAX`` results wait, the batch goes to the gevent thread in one hand-off, where each listener of
+Locust's ``request`` event gets it:
+
+- Locust's own listener (its statistics: the web UI, the CSV files, the fail ratio, its percentiles) through
+  ``locust_stats.log_batch``, each result at the time it ended;
+- the exact latencies' store (``LatencyStore.record_batch``), also each at its time: the per-second files, the
+  timeline of a disruption's cost, the gates, the rate held;
+- any other listener (an OpenTelemetry export, a locust-plugins listener, a locustfile's own) once per result, with
+  the keywords a request of the greenlet path fires.
+
+The puts a watcher user of the process waits for go along (``watch_acks``: revision and acknowledgement time). What a
+read is judged against goes into the audit's notes at once, on the loop thread (``etcd_users.features.audit.notes``).
+
+``flush()`` applies whatever waits now: the plugin calls it when the users have stopped, before anything reads the
+run's figures, and when spawning completes (before Locust's ``--reset-stats``).
+"""
+
+import locust  # noqa: F401  (gevent's monkey patching must come first)
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import Callable
+
+import gevent
+import gevent.lock
+
+from etcd_users.features.engine.locust_stats import is_locust_listener, log_batch
+from etcd_users.features.watchers.state import ProcessWatchers
+from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
+from etcd_users.transport.bridge import Bridge
+
+logger = logging.getLogger(__name__)
+
+REQUEST_TYPE = "etcd"
+WATCH_EVENT = "watch/event"  # a watcher user's event of a put of this process
+FLUSH_SECONDS = 0.1
+BATCH_MAX = 4096  # results that make a batch go at once: a hand-off per 4,096 requests at most
+
+
+class LoopResults:
+    """One process's results of its users on the loop thread, and their way to Locust's ``request`` listeners."""
+
+    def __init__(self, bridge: Bridge, environment, watchers: Callable[[], ProcessWatchers]) -> None:
+        self.environment = environment
+        self._watchers = watchers  # the process's watchers of the current run (made afresh at each run's start)
+        # loop thread: appended by the users' coroutines, handed over whole
+        self.items: list[tuple] = []
+        self.watch_acks: list[tuple[int, float]] = []
+        self._bridge = bridge
+        self._timer: asyncio.TimerHandle | None = None
+        # gevent thread: batches received, applied in their order, one at a time
+        self._received: collections.deque = collections.deque()
+        self._applying = gevent.lock.Semaphore()
+        self._scheduled = False
+        bridge.post(self._tick)
+
+    # loop thread
+
+    def _tick(self) -> None:
+        self.hand_over()
+        self._timer = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self._tick)
+
+    def hand_over(self) -> None:
+        """Send what waits to the gevent thread (a coroutine calls it when ``BATCH_MAX`` results wait)."""
+        if self.items or self.watch_acks:
+            self._bridge.deliver(self._receive, self._take())
+
+    def _take(self) -> tuple[list, list]:
+        batch = (self.items, self.watch_acks)
+        self.items, self.watch_acks = [], []
+        return batch
+
+    async def _take_now(self) -> tuple[list, list]:
+        return self._take()
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    # gevent thread
+
+    def _receive(self, batch: tuple[list, list]) -> None:
+        """In the hub: keep the batch, and let a greenlet apply it (a listener may block; the hub must not)."""
+        self._received.append(batch)
+        if not self._scheduled:
+            self._scheduled = True
+            gevent.spawn(self._apply_received)
+
+    def flush(self) -> None:
+        """Apply every result the users' coroutines have made so far (on the gevent thread, outside the hub)."""
+        if not self._bridge.closed:  # a process that ends on bad input has closed its loop: nothing ran since
+            self._received.append(self._bridge.run(self._take_now))
+        self._apply_received()
+
+    def close(self) -> None:
+        """Stop handing over (the session closes); what waits is applied first."""
+        self.flush()
+        if not self._bridge.closed:
+            self._bridge.post(self._stop_timer)
+
+    def _apply_received(self) -> None:
+        with self._applying:
+            self._scheduled = False
+            while self._received:
+                items, watch_acks = self._received.popleft()
+                if items:
+                    self._apply(items)
+                if watch_acks:
+                    self._acknowledge_watches(watch_acks)
+
+    def _apply(self, items: list[tuple]) -> None:
+        offset = time.time() - time.perf_counter()
+        timed = [
+            (name, seconds, ended + offset, length, label, intended)
+            for name, seconds, ended, length, label, intended in items
+        ]
+        runner = self.environment.runner
+        for handler in list(self.environment.events.request._handlers):
+            try:
+                owner = getattr(handler, "__self__", None)
+                if isinstance(owner, LatencyStore):
+                    owner.record_batch(REQUEST_TYPE, timed)
+                elif runner is not None and is_locust_listener(handler):
+                    log_batch(runner.stats, REQUEST_TYPE, timed)
+                else:
+                    _fire_each(handler, timed)
+            except Exception:  # as Locust's EventHook.fire: a listener that fails does not stop the others
+                logger.exception("a listener of the request event failed on a batch of etcd results")
+
+    def _acknowledge_watches(self, watch_acks: list[tuple[int, float]]) -> None:
+        """The puts a watcher user of this process times its events from (``watch/event`` rows, as
+        ``EtcdClient.put`` reports them on the greenlet path)."""
+        latencies = self._watchers().latencies
+        if latencies is None:
+            return
+        fire = self.environment.events.request.fire
+
+        def report(seconds: float) -> None:
+            fire(
+                request_type=REQUEST_TYPE,
+                name=WATCH_EVENT,
+                response_time=seconds * 1000.0,
+                response_length=0,
+                exception=None,
+            )
+
+        for revision, at in watch_acks:
+            latencies.acknowledged(revision, at, report)
+
+
+def _fire_each(handler, timed: list[tuple]) -> None:
+    """A listener the batch has no shortcut for: each result as the greenlet path fires it."""
+    for name, seconds, _at, length, label, intended in timed:
+        handler(
+            request_type=REQUEST_TYPE,
+            name=name,
+            response_time=seconds * 1000.0,
+            response_length=length,
+            exception=label,
+            context={INTENDED_CONTEXT_KEY: intended * 1000.0} if intended is not None else {},
+        )
