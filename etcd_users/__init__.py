@@ -26,8 +26,8 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 native.import_grpc()
 
 _EXPORTS = {
-    "EtcdClient": "etcd_users.client",
-    "KeyOutsidePrefixError": "etcd_users.client",
+    "EtcdClient": "etcd_users.features.workload.client",
+    "KeyOutsidePrefixError": "etcd_users.features.workload.client",
     "EtcdDeleteUser": "etcd_users.users",
     "EtcdKubernetesNodeUser": "etcd_users.users",
     "EtcdKubernetesUser": "etcd_users.users",

@@ -1,7 +1,8 @@
 """Every file a run leaves, defined once: names, columns, the ``Aggregated`` row, series, hlog tags, ``suite.json``.
 
-The writers (``etcd_users.latency``, ``etcd_users.features.monitoring.server_metrics``, ``shapes``, ``etcd_users.suite``) and
-the readers (``analysis``) import these names, so a column renamed here is renamed on both sides. Pure: no Locust.
+The writers (``etcd_users.latency``, ``etcd_users.features.monitoring.server_metrics``, ``shapes``,
+``etcd_users.suite``) and the readers (``analysis``) import these names, so a column renamed here is renamed on both
+sides. Pure: no Locust.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ SUFFIXES = {
     "client_cpu": "_client_cpu.csv",
     "disruptions": "_disruptions.json",  # etcd_users.features.disruptions: each disruption's window
     "audit": "_audit.json",  # etcd_users.features.audit: the end-of-run audit's result
-    "evidence": "_evidence.json",  # etcd_users.features.audit.evidence: a failed audit's offending keys, each member's view
+    # etcd_users.features.audit.evidence: a failed audit's offending keys, each member's view
+    "evidence": "_evidence.json",
     "evidence_html": "_evidence.html",  # the same, a timeline per key
     "skew": "_skew.json",  # etcd_users.features.workload.key_skew: the puts per key counted from the keys' versions
-    "staleness": "_staleness.csv",  # etcd_users.features.audit.run: how far behind each member's serializable reads were
+    # etcd_users.features.audit.run: how far behind each member's serializable reads were
+    "staleness": "_staleness.csv",
     "summary": "_summary.json",  # etcd_users.features.summary.summary: the run in one file, written at its end
 }
 
@@ -180,7 +183,8 @@ STALENESS_COLUMNS = (
 )
 STALENESS_FIELDS = ("member", "reads", "revisions_p50", "revisions_p99", "revisions_max", "ms_p50", "ms_p99", "ms_max")
 
-# -- the disruptions' windows, PREFIX_disruptions.json (etcd_users.features.disruptions.runner writes, the analysis reads) --
+# -- the disruptions' windows, PREFIX_disruptions.json (etcd_users.features.disruptions.runner writes, the analysis
+# reads) --
 
 DISRUPTIONS_SCHEMA_VERSION = 1
 # each of its "windows": the item of the schedule, the members acted on, when (unix seconds), and how it went
@@ -205,8 +209,8 @@ SUMMARY_KEYS = (
 # prefill): the keys the run starts with, those written (the others existed), the seconds it took, and why it stopped
 # short (null when complete)
 SUMMARY_PREPARATION_KEYS = ("keys", "written", "seconds", "error")
-# its "watch" (etcd_users.features.watchers.run): EtcdWatcherUser's watchers and events, and the progress intervals with watch
-# events in which the client process was busy (a whole core wanted, or its loop behind) of all those with events:
+# its "watch" (etcd_users.features.watchers.run): EtcdWatcherUser's watchers and events, and the progress intervals with
+# watch events in which the client process was busy (a whole core wanted, or its loop behind) of all those with events:
 # client_bound when half
 SUMMARY_WATCH_KEYS = (
     "watchers",
@@ -217,8 +221,8 @@ SUMMARY_WATCH_KEYS = (
     "busy_intervals",
     "event_intervals",
 )
-# each of its "lost_workers": a worker that went silent mid-run (etcd_users.features.monitoring.lost_workers), when (its last
-# heartbeat, unix seconds and seconds into the run), its users and the run's then, and when it came back (or null)
+# each of its "lost_workers": a worker that went silent mid-run (etcd_users.features.monitoring.lost_workers), when (its
+# last heartbeat, unix seconds and seconds into the run), its users and the run's then, and when it came back (or null)
 SUMMARY_LOST_WORKER_KEYS = ("worker", "at", "at_s", "users", "run_users", "returned_at")
 # each of its "requests": the figures of a row of PREFIX_latency.csv
 SUMMARY_REQUEST_KEYS = (

@@ -1,6 +1,6 @@
 """The requests of the ready workloads as both ways of running users build them (``EtcdClient`` on a greenlet,
-``etcd_users.features.engine`` on the loop thread): the range workloads' read and its name, the transactions of ``txn-put`` and
-``txn-mixed``. Neither Locust nor gevent.
+``etcd_users.features.engine`` on the loop thread): the range workloads' read and its name, the transactions of
+``txn-put`` and ``txn-mixed``. Neither Locust nor gevent.
 """
 
 from __future__ import annotations

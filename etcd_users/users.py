@@ -18,18 +18,21 @@ from collections.abc import Callable
 import gevent
 
 from etcd_users.arrivals import first_arrival, intervals
-from etcd_users.client import EtcdClient
 from etcd_users.core import plugin
 from etcd_users.core.run_context import run_context
 from etcd_users.features.audit.notes import ClientNotes
+from etcd_users.features.audit.record import AuditState
 from etcd_users.features.engine import workloads
 from etcd_users.features.engine.choice import LOOP, ready
 from etcd_users.features.engine.client import LoopClient
+from etcd_users.features.engine.results import loop_results
 from etcd_users.features.engine.user_loop import LoopUser
 from etcd_users.features.engine.workloads import Workload
 from etcd_users.features.kubernetes.client import KubernetesClient
 from etcd_users.features.watchers.client import WatcherClient
-from etcd_users.ycsb_client import YcsbClient
+from etcd_users.features.watchers.state import ProcessWatchers
+from etcd_users.features.workload.client import EtcdClient
+from etcd_users.features.workload.ycsb_client import YcsbClient
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +58,8 @@ class EtcdUser(User):
 
     abstract = True
     wait_time = constant(0)
-    # reads keys of the key space: the master (or single process) writes it before the run (etcd_users.features.key_space.fill)
+    # reads keys of the key space: the master (or single process) writes it before the run
+    # (etcd_users.features.key_space.fill)
     reads_key_space = False
     follows_user_rate = True  # sends at --etcd-user-rate through repeat (etcd_users.features.rate_held.hooks)
 
@@ -81,8 +85,8 @@ class EtcdUser(User):
             self.repeat(operation())
             return
         context = run_context(self.environment)
-        notes = ClientNotes(context.record) if context.record is not None else None
-        client = LoopClient(session, context.loop_results(), notes, context.watchers)
+        notes = ClientNotes(context.get(AuditState).record) if context.get(AuditState).record is not None else None
+        client = LoopClient(session, loop_results(context), notes, context.get(ProcessWatchers))
         LoopUser(self, client, workload).run(session.bridge)
 
     def repeat(self, operation: Callable[[], object]) -> None:

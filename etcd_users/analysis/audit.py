@@ -1,5 +1,6 @@
-"""The end-of-run audit of a run (``PREFIX_audit.json``, written by ``etcd_users.features.audit``) as a table row and its
-verdict line: whether the members' HashKV agreed, acknowledged writes were lost, watch events kept etcd's guarantees."""
+"""The end-of-run audit of a run (``PREFIX_audit.json``, written by ``etcd_users.features.audit``) as a table row and
+its verdict line: whether the members' HashKV agreed, acknowledged writes were lost, watch events kept etcd's
+guarantees."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """The cost of each disruption of a run (``PREFIX_disruptions.json``), from the exact files: the per-second
 histograms of ``PREFIX_latency.hlog`` and the per-second counts of ``PREFIX_latency_history.csv`` (service series),
-measured by ``etcd_users.features.disruptions.cost`` as the run measured them live, but over every second the run wrote (the
-live line may miss a master's last worker reports): the P99 before and the recovery. The span's own figures (the gap
-to 10 ms, P99 and P99.9 of its 100 ms slots, requests and errors by label timed by their request) are the run's, from
-the window's cost in the file: no file keeps data that fine. A run whose windows have none (``gap_ms``) is measured in
-whole seconds.
+measured by ``etcd_users.features.disruptions.cost`` as the run measured them live, but over every second the run wrote
+(the live line may miss a master's last worker reports): the P99 before and the recovery. The span's own figures (the
+gap to 10 ms, P99 and P99.9 of its 100 ms slots, requests and errors by label timed by their request) are the run's,
+from the window's cost in the file: no file keeps data that fine. A run whose windows have none (``gap_ms``) is measured
+in whole seconds.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How skewed a run's keys were: the share of puts that went to the hottest 1 % of keys, counted from etcd's keys'
-versions (``PREFIX_skew.json``, written by ``etcd_users.features.workload.key_skew``), and the theoretical share of requests
-from the options in its summary (``--etcd-key-distribution``, or a YCSB workload's own distribution)."""
+versions (``PREFIX_skew.json``, written by ``etcd_users.features.workload.key_skew``), and the theoretical share of
+requests from the options in its summary (``--etcd-key-distribution``, or a YCSB workload's own distribution)."""
 
 from __future__ import annotations
 

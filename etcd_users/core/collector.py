@@ -16,17 +16,17 @@ import gc
 YOUNG_THRESHOLD = 20_000
 
 
-def on_test_start() -> None:
+def on_test_start(**_kwargs) -> None:
     young, middle, oldest = gc.get_threshold()
     gc.set_threshold(max(YOUNG_THRESHOLD, young), middle, oldest)
 
 
-def on_spawning_complete() -> None:
+def on_spawning_complete(**_kwargs) -> None:
     """The users are up: what exists now lives until the users change again."""
     gc.unfreeze()
     gc.collect()  # the users a shape stopped since the last spawn are garbage now, and not to be set aside
     gc.freeze()
 
 
-def on_test_stop() -> None:
+def on_test_stop(**_kwargs) -> None:
     gc.unfreeze()  # the stopped users' objects are garbage now: let the collector have them

@@ -1,35 +1,40 @@
 """``FeatureHooks``: a feature's part of a run's life cycle, the base class of each feature's hooks, and what they
 use of the process's plugin (``Tool``).
 
-``etcd_users.core.features`` lists the features and names their hooks; ``etcd_users.core.plugin`` makes them and calls each
+``etcd_users.core.features`` lists the features and names their hooks; ``etcd_users.core.plugin`` makes them and calls
+each
 method on the Locust event of its name, in the features' order. What one feature leaves for another goes on the run's
 context (``etcd_users.core.run_context``).
 """
 
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from locust.event import Events
+
+from typing import Any, NoReturn, Protocol, TypeVar
 
 from etcd_users.core.exit_code import ExitVerdict
 
 # the logger of the lines a run prints about itself, the plugin's, which users have always seen them under
-RUN_LOGGER = "etcd_users.core.plugin"
+RUN_LOGGER = "etcd_users.plugin"
 
-if TYPE_CHECKING:
-    from etcd_users.features.target_cluster.cluster import TargetCluster
-    from etcd_users.latency.client_cpu import ClientCpu
-    from etcd_users.latency.recorder import LatencyRecorder
-    from etcd_users.preparation import Preparation
-    from etcd_users.settings import EtcdSettings
+T = TypeVar("T")
 
 
 class Tool(Protocol):
     """What a feature's hooks use of the process's plugin (``etcd_users.core.plugin.EtcdPlugin``)."""
 
-    run_settings: "EtcdSettings | None"  # the master's (or single process's) settings of the current run
-    target: "TargetCluster"  # the endpoints given, or the local etcd the tool started (``target.local``)
-    recorder: "LatencyRecorder"  # the exact latencies
-    client_cpu: "ClientCpu"  # the process's CPU once a second, and on a master its workers'
+    events: Events  # Locust's events, for a feature that listens to more than its hooks' methods
+    environment: Any  # Locust's environment, once init has come
+    run_settings: Any  # the master's (or single process's) settings of the current run (target_cluster sets them)
     ran: bool  # a test started in this process (a master or single process): there is a run to judge
+    started_at: float  # when the process started: a file older than this is a previous run's
     feature_hooks: "list[FeatureHooks]"  # every feature's hooks, in their order
+
+    def get(self, kind: type[T]) -> T:
+        """The process's instance of a feature's type (the latency recorder, the target cluster), made on first use."""
+
+    def start_run(self, environment, settings) -> None:
+        """Every feature's ``on_run_start``, in their order (the target cluster calls it once the settings are
+        known)."""
 
     def fail(self, message: str, code: int = 2) -> NoReturn:
         """End the process with one line (bad input at start: exit code 2)."""
@@ -42,7 +47,7 @@ class FeatureHooks:
 
     # what the feature wrote before the current (or last) run's measured window, if anything: the summary's
     # ``preparation`` and the reason an empty run gives
-    preparation: "Preparation | None" = None
+    preparation: Any = None  # an etcd_users.preparation.Preparation
 
     def __init__(self, tool: Tool) -> None:
         self.tool = tool
@@ -50,7 +55,11 @@ class FeatureHooks:
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         pass
 
-    def on_run_start(self, environment, settings: "EtcdSettings") -> None:
+    def on_init_checked(self, environment) -> None:
+        """Called by the plugin once every feature's ``on_init`` has passed: the input is good (a long fill may
+        start)."""
+
+    def on_run_start(self, environment, settings) -> None:
         """Called by the plugin, not by Locust, on a master or single process: a run starts with ``settings``, before
         the key space is written and before any feature's ``on_test_start`` (what watches the whole run starts here)."""
 
@@ -86,6 +95,10 @@ class FeatureHooks:
     def on_run_files_listed(self) -> None:
         """Called by the plugin at quit, right after it lists the run's files, before its clean-up: below Locust's
         summary tables, where a pipeline's log ends (the gates print their verdicts here)."""
+
+    def on_cleanup(self, failed: bool) -> None:
+        """Called by the plugin at quit, after ``on_run_files_listed``, in the features' reverse order (and when the
+        process ends with ``fail``, ``failed``): what the feature opened for the run is closed."""
 
     def on_quit(self, **_kwargs) -> None:
         pass

@@ -1,77 +1,99 @@
-"""The tool's features, in one list: each declares its option group, and those with a life cycle of their own their
-hooks (``etcd_users.core.feature_hooks.FeatureHooks``).
+"""The registry: the tool's features, one package each under ``etcd_users/features/``, named in one list.
 
-``FEATURES`` is the only list of them: its order is the order of the help, of the option reference, of the web UI's
-form (``OPTIONS``) and of the hooks. ``etcd_users.core.plugin.install`` walks it: it registers every group with Locust's
-parser and makes each feature's ``FeatureHooks``, whose methods listen to Locust's events after the plugin's own.
-What one feature leaves for another (the members' rows, the gates' results, the workers lost, the watchers' tally,
-the disruptions' windows) goes on the run's context (``etcd_users.core.run_context``): no feature looks another's hooks up.
+``FEATURES`` names packages only. Each package says what it brings in its ``FEATURE`` (a ``Feature``): its option
+group, its hooks, its users, its docs page. The list's order is the order of the help, of the option reference, of
+the web UI's form (``OPTIONS``) and of the hooks on every event (``etcd_users.core.plugin`` makes them when Locust
+builds its parser). What one feature leaves for another goes on the run's context as a slot the first one owns
+(``etcd_users.core.run_context``): no feature looks another's hooks up.
 
-Pure: the hooks are named, not imported, so that the reference and the suite runner read this list without Locust.
+Pure: a package's ``__init__`` imports its options only; its hooks and users are named, not imported, so that the
+reference and the suite runner read this list without Locust.
 """
 
+import importlib
 from dataclasses import dataclass
 
 from etcd_users.core.arguments import add_option_group
-from etcd_users.features.shapes.options import ShapeSettings
-from etcd_users.settings import (
-    AuditSettings,
-    ConnectionSettings,
-    DisruptionSettings,
-    ExporterSettings,
-    GateSettings,
-    KubeSettings,
-    MonitoringSettings,
-    OptionGroup,
-    SummarySettings,
-    WatchSettings,
-    WorkloadSettings,
+from etcd_users.core.declare import OptionGroup
+
+PACKAGE = "etcd_users.features"
+
+FEATURES = (
+    # the loop thread's batched results, applied before the recorder or Locust reads the figures; the start line
+    # that says which way each User class sends its requests (--etcd-engine, a workload option)
+    "engine",
+    # the exact latencies and the client's CPU: every run's, also for a locustfile whose users are not etcd's
+    "latency",
+    # the endpoints given or the local etcd started: the run's settings, resolved before any other feature's hooks
+    "target_cluster",
+    "connection",
+    # the reads' key space, written before the measured window (its test_start before the others' own)
+    "key_space",
+    # the gates' hooks watch the workers: a run that lost some is not the run planned, whatever its figures
+    "gates",
+    # the puts per key, counted from the keys' versions at the run's start and stop (PREFIX_skew.json)
+    "workload",
+    "watchers",
+    # before the members' watch: a port taken is refused at init before the pre-flight's burst reaches the members
+    "exporter",
+    # the pre-flight report, the members' /metrics, the db against its quota, compaction, the capture at a breach
+    "monitoring",
+    # the web UI's etcd tabs and its start form (on a master or single process with a web UI)
+    "webui",
+    "kubernetes",
+    "disruptions",
+    "shapes",
+    "audit",
+    # last but four: it gathers what the others left (the gates, the disruptions, the audit) at quit
+    "summary",
+    # whether the load generator was the limit: a rate's processes early, the client-bound line at the end
+    "client_bound",
+    # after every other's judging: a run that measured no request, its line printed last but one
+    "empty_run",
+    # an --etcd-user-rate the users did not hold: the run's last line
+    "rate_held",
 )
 
 
 @dataclass(frozen=True)
 class Feature:
-    name: str
-    options: type[OptionGroup] | None  # None: a feature without options of its own
-    # "module:Class" of the feature's FeatureHooks; named, not imported, so that this list stays pure (the reference
-    # and the suite runner read it without Locust's monkey patching)
+    """What a feature's package brings a run, in its ``__init__`` as ``FEATURE``."""
+
+    title: str
+    options: type[OptionGroup] | None = None  # its option group; None: a feature without options of its own
+    # "module:Class" of its FeatureHooks, the module inside the package; named, not imported (see above)
     hooks: str = ""
+    users: tuple[str, ...] = ()  # "module:Class" of the User classes it offers a run, inside the package
+    docs: str = ""  # its page under docs/
     etcd_only: bool = True  # False: also for a locustfile whose users are not etcd's (plugin.install(etcd=False))
+    package: str = ""  # the package it was found in (set by ``load``)
 
 
-FEATURES = (
-    Feature("connection and endpoints", ConnectionSettings),
-    # which way each User class sends its requests (--etcd-engine, a workload option): the run's start line
-    Feature("engine", None, "etcd_users.features.engine.choice:EngineChoice"),
-    # the gates' hooks watch the workers: a run that lost some is not the run planned, whatever its figures
-    Feature("gates", GateSettings, "etcd_users.features.gates.hooks:GatesRun"),
-    # the puts per key, counted from the keys' versions at the run's start and stop (PREFIX_skew.json)
-    Feature("workload and keys", WorkloadSettings, "etcd_users.features.workload.key_skew:KeySkew"),
-    Feature("watchers", WatchSettings, "etcd_users.features.watchers.run:WatchersRun"),
-    # before the members' watch: a port taken is refused at init before the pre-flight's burst reaches the members
-    Feature("Prometheus exporter", ExporterSettings, "etcd_users.features.exporter.exporter:ExporterRun"),
-    # the pre-flight report, the members' /metrics, the db against its quota, compaction, the capture at a breach
-    Feature("monitoring of the members", MonitoringSettings, "etcd_users.features.monitoring.hooks:MembersWatch"),
-    # the web UI's etcd tabs and its start form (on a master or single process with a web UI)
-    Feature("web UI", None, "etcd_users.features.webui.tabs:WebUiTabs"),
-    Feature("Kubernetes-shaped traffic", KubeSettings, "etcd_users.features.kubernetes.run:KubernetesRun"),
-    Feature("disruptions", DisruptionSettings, "etcd_users.features.disruptions.runner:Disruptions"),
-    Feature("load shapes", ShapeSettings, etcd_only=False),
-    Feature("audit", AuditSettings, "etcd_users.features.audit.run:AuditRun"),
-    # last: it gathers what the others left (the gates, the disruptions, the audit) at quit
-    Feature("run summary", SummarySettings, "etcd_users.features.summary.summary:RunSummary"),
-    # whether the load generator was the limit: a rate's processes early, the client-bound line at the end
-    Feature("client bound", None, "etcd_users.features.client_bound.hooks:ClientBound", etcd_only=False),
-    # after every other's judging: a run that measured no request, its line printed last but one
-    Feature("empty run", None, "etcd_users.features.empty_run.hooks:EmptyRun"),
-    # an --etcd-user-rate the users did not hold: the run's last line
-    Feature("rate held", None, "etcd_users.features.rate_held.hooks:RateShortfall"),
-)
+def load(name: str) -> Feature:
+    """A feature by its name in ``FEATURES`` (a package of ``etcd_users.features``), or by a package's full name."""
+    package = name if "." in name else f"{PACKAGE}.{name}"
+    feature = importlib.import_module(package).FEATURE
+    return Feature(**{**feature.__dict__, "package": package})
 
 
-def features(etcd: bool = True) -> tuple[Feature, ...]:
+def features(etcd: bool = True, names: tuple[str, ...] = FEATURES) -> tuple[Feature, ...]:
     """The features of a locustfile with the etcd users (``etcd``), or of one whose users are not etcd's."""
-    return tuple(feature for feature in FEATURES if etcd or not feature.etcd_only)
+    return tuple(feature for feature in map(load, names) if etcd or not feature.etcd_only)
+
+
+def named(feature: Feature, member: str):
+    """A ``module:Name`` of ``feature``'s package, imported (its hooks, one of its users)."""
+    module, _, name = member.partition(":")
+    return getattr(importlib.import_module(f"{feature.package}.{module}"), name)
+
+
+def feature_users(etcd: bool = True) -> dict[str, type]:
+    """The User classes the features offer a run, by name (the packaged locustfile collects them)."""
+    return {
+        user.__name__: user
+        for feature in features(etcd)
+        for user in (named(feature, member) for member in feature.users)
+    }
 
 
 def option_groups(etcd: bool = True) -> tuple[type[OptionGroup], ...]:
@@ -85,8 +107,17 @@ def add_option_groups(parser, etcd: bool = True) -> None:
         add_option_group(parser, group.TITLE, group.DESCRIPTION, group.options())
 
 
-# the --etcd-* options in the order of the help and the web UI's form: every feature's but those a locustfile without
-# etcd's users has too (the shapes', etcd_users.features.shapes.options.OPTIONS)
-OPTIONS = tuple(
-    declared for feature in FEATURES if feature.etcd_only and feature.options for declared in feature.options.options()
-)
+def etcd_options() -> tuple:
+    """The --etcd-* options in the order of the help and the web UI's form: every feature's but those a locustfile
+    without etcd's users has too (the shapes')."""
+    groups = (feature.options for feature in features() if feature.etcd_only and feature.options is not None)
+    return tuple(declared for group in groups for declared in group.options())
+
+
+def __getattr__(name: str):
+    # OPTIONS on first use: the feature packages import this module for ``Feature``, so the list cannot be read
+    # while this module is being imported
+    if name == "OPTIONS":
+        globals()["OPTIONS"] = options = etcd_options()
+        return options
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -110,8 +110,8 @@ class LatencyStore:
         self.record_at(_now(), request_type, name, response_time, exception, intended)
 
     def record_batch(self, request_type: str, results) -> None:
-        """The ready workloads' results, each at the time it ended (``etcd_users.features.engine.results``): (name, seconds,
-        ended at time.time() seconds, response length, error label or None, intended seconds or None)."""
+        """The ready workloads' results, each at the time it ended (``etcd_users.features.engine.results``): (name,
+        seconds, ended at time.time() seconds, response length, error label or None, intended seconds or None)."""
         record_at = self.record_at
         for name, seconds, at, _length, label, intended in results:
             record_at(at, request_type, name, seconds * 1000.0, label, None if intended is None else intended * 1000.0)

@@ -1,4 +1,5 @@
-"""The exporter: the run's live metrics for Prometheus (``--etcd-prometheus-*``; ``etcd_users.features.exporter.exporter``)."""
+"""The exporter: the run's live metrics for Prometheus (``--etcd-prometheus-*``;
+``etcd_users.features.exporter.exporter``)."""
 
 from dataclasses import dataclass
 

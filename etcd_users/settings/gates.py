@@ -62,8 +62,8 @@ _MEMBER_GATE = re.compile(
 )
 _MEMBER_EXAMPLE = "member:fsync_p99<10ms, member:leader_changes<1 or member:db_quota<80%"
 
-# a gate on the staleness of serializable reads (etcd_users.features.audit.reads), judged on the worst member: milliseconds
-# behind (stale:p99<100ms), or revisions behind (stale:revisions:p99<50)
+# a gate on the staleness of serializable reads (etcd_users.features.audit.reads), judged on the worst member:
+# milliseconds behind (stale:p99<100ms), or revisions behind (stale:revisions:p99<50)
 STALE = "stale"
 STALE_REVISIONS = "revisions"
 _STALE_EXAMPLE = "stale:p99<100ms or stale:revisions:p99<50"

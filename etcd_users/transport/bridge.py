@@ -4,8 +4,8 @@ gevent-patched grpcio spends most of its CPU per request in grpcio's gevent inte
 loop (uvloop) in a real OS thread of the process, and greenlets hand calls over through two deques, one batched
 wake-up in each direction (``transport.native`` keeps gevent's stand-ins for threads, locks and sockets out of grpc's
 internals); ``docs/performance.md`` measures what that costs against a bare grpc.aio loop. The ready workloads skip
-the hand-off altogether: their users run on this loop (``etcd_users.features.engine``), and ``deliver`` carries their results
-back in batches. One bridge per process, made lazily after Locust has forked (``--processes``), never at import.
+the hand-off altogether: their users run on this loop (``etcd_users.features.engine``), and ``deliver`` carries their
+results back in batches. One bridge per process, made lazily after Locust has forked (``--processes``), never at import.
 
 Every request is timed here, on the loop thread: ``Bridge._start_unary`` takes the start, ``_on_unary_done`` the
 end (the call's status), so the hand-off between the threads is never part of a response time. The end is returned

@@ -7,6 +7,7 @@ import gevent
 
 from etcd_users import EtcdPutUser  # noqa: F401  (Locust collects the User classes from this module)
 from etcd_users.core.run_context import run_context
+from etcd_users.features.monitoring.state import MembersSeen
 
 TRIGGER_AFTER_SECONDS = 1.0
 WHY = "test trigger: put p99 above 0.001 ms"
@@ -17,7 +18,7 @@ def _breach_soon(environment, **_kwargs) -> None:
     def breach() -> None:
         gevent.sleep(TRIGGER_AFTER_SECONDS)
         context = run_context(environment)  # the members' monitoring left its on_breach there at init
-        context.on_breach(WHY)
-        context.on_breach(WHY + " (again)")
+        context.get(MembersSeen).on_breach(WHY)
+        context.get(MembersSeen).on_breach(WHY + " (again)")
 
     gevent.spawn(breach)

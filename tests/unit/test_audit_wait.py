@@ -1,5 +1,5 @@
-"""Which members the audit waits for before it compares them (``etcd_users.features.audit.hashkv``): those that do not answer
-and those whose raft applied index is below the cluster's, from etcd's own Status messages."""
+"""Which members the audit waits for before it compares them (``etcd_users.features.audit.hashkv``): those that do not
+answer and those whose raft applied index is below the cluster's, from etcd's own Status messages."""
 
 import grpc
 from etcd3.etcdrpc import rpc_pb2

@@ -1,4 +1,5 @@
-"""The cost of a disruption (``etcd_users.features.disruptions.cost``) on hand-made per-second data with known answers."""
+"""The cost of a disruption (``etcd_users.features.disruptions.cost``) on hand-made per-second data with known
+answers."""
 
 import pytest
 

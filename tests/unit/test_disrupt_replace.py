@@ -1,6 +1,6 @@
-"""replace (``etcd_users.features.disruptions.replace``): its items parse like the other members' actions, refusals before a
-run are one line, the Cluster API's learner messages go over the wire as etcd's, and which of etcd's refusals are
-retried."""
+"""replace (``etcd_users.features.disruptions.replace``): its items parse like the other members' actions, refusals
+before a run are one line, the Cluster API's learner messages go over the wire as etcd's, and which of etcd's refusals
+are retried."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads: the action imports Locust)
 

@@ -1,4 +1,5 @@
-"""The keys members hold differently (``etcd_users.features.audit.divergence.differing_keys``) and the audit's line of them."""
+"""The keys members hold differently (``etcd_users.features.audit.divergence.differing_keys``) and the audit's line of
+them."""
 
 from etcd_users.features.audit import divergence
 from etcd_users.features.audit.divergence import differing_keys

@@ -1,8 +1,8 @@
 """The web UI's endpoints tab, its pure parts (``etcd_users.features.webui.endpoints_tab``): each member's role from its
 own look-ups (a look-up that waits says at once that the member does not answer), where requests go as the users'
 pool sends them, the members as the membership lists them, the leader changes since the run started; and each
-member looked up on its own (``etcd_users.features.monitoring.member_lookups``), a silent one never holding up another. The tab
-against real members is ``tests/e2e/test_webui.py``."""
+member looked up on its own (``etcd_users.features.monitoring.member_lookups``), a silent one never holding up another.
+The tab against real members is ``tests/e2e/test_webui.py``."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads: the tab looks members up in greenlets)
 

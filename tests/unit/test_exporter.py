@@ -19,6 +19,7 @@ from etcd_users import hdr
 from etcd_users.core.features import OPTIONS
 from etcd_users.core.run_context import run_context
 from etcd_users.features.exporter.exporter import BUCKETS_S, QUANTILES, RunCollector, bucket_counts
+from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.features.watchers.tally import WatchTally
 from etcd_users.latency import store as store_module
 from etcd_users.latency.recent import RecentSeconds
@@ -179,7 +180,7 @@ def test_the_watchers_figures_are_series_while_watchers_ran():
     assert not any(name.startswith("locust_etcd_watch") for name in families())  # no watcher: no series
     tally = WatchTally(watchers=300, events=9_000, progress=12, by_response={0: 98, 3: 1, 40: 1})
     tally.cancelled = {"mvcc: required revision has been compacted": 2}
-    run_context(environment).live_watch_tally = lambda: tally
+    run_context(environment).get(WatchTallies).live = lambda: tally
     found = families()
     assert found["locust_etcd_watchers"].samples[0].value == 300
     assert found["locust_etcd_watch_events"].samples[0].value == 9_000

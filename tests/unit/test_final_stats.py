@@ -1,5 +1,5 @@
-"""Locust's CSV files completed at quit (``etcd_users.features.latency.final_stats``), in process: Locust's own writer and
-its greenlet, requests that came after its last tick. A real run's files are ``tests/e2e/test_end_of_run.py``."""
+"""Locust's CSV files completed at quit (``etcd_users.features.latency.final_stats``), in process: Locust's own writer
+and its greenlet, requests that came after its last tick. A real run's files are ``tests/e2e/test_end_of_run.py``."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads)
 from locust.env import Environment

@@ -129,7 +129,8 @@ def keys_by_id(tree: ast.Module, names: set[str]) -> list[int]:
 
 
 def test_no_module_keeps_a_run_s_state_in_a_module_level_dict_keyed_by_id():
-    # a process's state for a run lives on its context (etcd_users.core.run_context), not in globals keyed by id(environment)
+    # a process's state for a run lives on its context (etcd_users.core.run_context), not in globals keyed by
+    # id(environment)
     sample = ast.parse("_kept: dict[int, object] = {}\ndef get(environment):\n    return _kept.get(id(environment))\n")
     assert keys_by_id(sample, module_level_dicts(sample)) == [3], "the scan must find the pattern it forbids"
     found = []
@@ -152,19 +153,74 @@ def feature_hooks_classes() -> set[str]:
     return found
 
 
-def test_a_feature_is_one_place_its_entry_in_features():
-    # FEATURES is the only list: the option groups, the --etcd-* options and the hooks all come from it
+def test_a_feature_is_one_package_named_in_features():
+    # FEATURES names packages; each says in its FEATURE what it brings: the option groups, the --etcd-* options and
+    # the hooks all come from there
     from etcd_users import settings
     from etcd_users.core import features
     from etcd_users.features.shapes.options import ShapeSettings
 
+    assert all(isinstance(name, str) and "." not in name for name in features.FEATURES)
+    assert sorted(features.FEATURES) == sorted(
+        path.name for path in (REPO / "etcd_users" / "features").iterdir() if (path / "__init__.py").is_file()
+    )
+    loaded = features.features()
     assert not hasattr(settings, "GROUPS") and not hasattr(settings, "OPTIONS")
-    groups = [feature.options for feature in features.FEATURES if feature.options is not None]
+    groups = [feature.options for feature in loaded if feature.options is not None]
     assert list(features.option_groups()) == groups
     etcd_groups = [group for group in groups if group is not ShapeSettings]
     assert features.OPTIONS == tuple(declared for group in etcd_groups for declared in group.options())
-    named = {feature.hooks for feature in features.FEATURES if feature.hooks}
-    # the key space fill is the plugin's own (between its test_start and the features'); the gates' hooks compose
-    # the watch over the workers
-    others = {"etcd_users.features.key_space.hooks:KeySpaceFill", "etcd_users.features.gates.worker_watch:WorkerWatch"}
-    assert feature_hooks_classes() == named | others
+    named = {f"{feature.package}.{feature.hooks}" for feature in loaded if feature.hooks}
+    # the gates' hooks compose the watch over the workers
+    assert feature_hooks_classes() == named | {"etcd_users.features.gates.worker_watch:WorkerWatch"}
+    assert all((REPO / "docs" / feature.docs).is_file() for feature in loaded), "each feature's page, beside it"
+
+
+TOP = {"etcd_users", "etcd_users.users", "etcd_users.locustfile", "etcd_users.cli", "etcd_users.__main__"}
+
+
+def layer(module: str) -> int:
+    """core 0, shared infrastructure 1, features 2, the top (the users, the entry points, the suite, the analysis) 3."""
+    if module.startswith("etcd_users.core"):
+        return 0
+    if module.startswith("etcd_users.features"):
+        return 2
+    if module in TOP or module.startswith(("etcd_users.suite", "etcd_users.analysis")):
+        return 3
+    return 1
+
+
+def imports_up(modules: dict[str, Path]) -> list[str]:
+    known = set(modules)
+    found = []
+    for name, path in sorted(modules.items()):
+        if not name.startswith("etcd_users"):
+            continue
+        for imported in sorted(imports_of(path, name, known)):
+            if not imported.startswith("etcd_users"):
+                continue
+            if (layer(name) == 0 and layer(imported) != 0) or layer(imported) > max(layer(name), 1):
+                found.append(f"{name} -> {imported}")
+    return found
+
+
+def test_core_imports_no_feature_and_nothing_imports_up_the_layers(tmp_path):
+    # core (plugin, run context, role, exit code, option declaration) knows no feature; shared infrastructure
+    # (settings, transport, latency, local, the file contract) knows none either; a feature knows core, the shared
+    # parts and other features, never the top
+    sample = tmp_path / "sample.py"
+    sample.write_text("from etcd_users.features.audit import run\n")
+    made_up = {"etcd_users.core.sample": sample, "etcd_users.features.audit.run": sample}
+    assert imports_up(made_up) == ["etcd_users.core.sample -> etcd_users.features.audit.run"], "the check must see one"
+    assert imports_up(project_modules()) == []
+
+
+def test_importing_the_users_makes_no_feature_s_hooks():
+    # hooks are made when Locust builds its parser: a feature's module that imports the users (a workload and its
+    # hooks in one file) is not imported while etcd_users.users is
+    code = (
+        "import sys, etcd_users.users; "
+        "print(sorted(m for m in sys.modules if m.startswith('etcd_users.features.') and m.endswith('.hooks')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stderr

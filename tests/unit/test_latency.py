@@ -348,8 +348,8 @@ def make_recorder(csv_prefix: str | None = None, reset_stats: bool = False) -> L
     options = SimpleNamespace(csv_prefix=csv_prefix)
     environment = Environment(events=events, parsed_options=options, reset_stats=reset_stats)
     fire_event(environment, "init", environment=environment, runner=None, web_ui=None)
-    assert installed.recorder.environment is environment
-    return installed.recorder
+    assert installed.get(LatencyRecorder).environment is environment
+    return installed.get(LatencyRecorder)
 
 
 def fire(recorder: LatencyRecorder, name: str, ms: float, failed: bool = False, **context: float) -> None:
@@ -381,7 +381,9 @@ def test_the_plugin_is_installed_once_per_events() -> None:
         exception=None,
         context={},
     )
-    assert first.recorder.histogram("etcd", "put").get_total_count() == 1  # recorded once, not once per install
+    assert (
+        first.get(LatencyRecorder).histogram("etcd", "put").get_total_count() == 1
+    )  # recorded once, not once per install
 
 
 def test_files_of_a_local_run(clock: Clock, tmp_path: Path) -> None:

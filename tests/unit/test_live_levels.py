@@ -25,6 +25,7 @@ from etcd_users.features.shapes import judging
 from etcd_users.features.shapes.capacity import BISECT, GROW, CapacitySearch, CapacitySearchShape
 from etcd_users.features.shapes.step_spike import StepSpikeShape
 from etcd_users.latency import store as latency_store
+from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.windows import Windows
 from etcd_users.settings import SettingsError, parse_gates
 from unit.test_shapes import options
@@ -196,12 +197,12 @@ class Run:
             parsed_options=parsed, events=self.events, runner=self.runner, stats=stats, reset_stats=False
         )
         self.runner.environment = self.environment
-        self.plugin.recorder.environment = self.environment
+        self.plugin.get(LatencyRecorder).environment = self.environment
         self.shape = shape_class()
         self.shape.runner = self.runner
         self.shape.get_run_time = lambda: self.now - T0
         # what the tool gives its shapes at init
-        self.shape.recorder = self.plugin.recorder
+        self.shape.recorder = self.plugin.get(LatencyRecorder)
         self.shape.on_breach = self.breaches.append
 
     def tick(self):
@@ -221,7 +222,7 @@ class Run:
         for second in range(start, start + seconds):
             for i in range(qps):
                 self.now = second + i / qps
-                self.plugin.recorder.record("etcd", "put", latency_ms)
+                self.plugin.get(LatencyRecorder).record("etcd", "put", latency_ms)
         self.now = start + seconds
 
     def record(self) -> dict:
@@ -265,7 +266,7 @@ def test_each_level_is_judged_when_it_ends_and_recorded(monkeypatch, tmp_path, c
     }
     assert [level["ended_at"] for level in levels] == [T0 + 10, T0 + 20, T0 + 30]
     assert run.record()["stopped"] is None
-    assert len(run.plugin.recorder.store.windows) == 0  # nothing kept once judged
+    assert len(run.plugin.get(LatencyRecorder).store.windows) == 0  # nothing kept once judged
 
 
 def test_stop_on_breach_ends_the_run_after_the_first_failing_level(monkeypatch, tmp_path, caplog):
@@ -321,7 +322,7 @@ def test_a_master_judges_a_level_once_every_worker_reported_past_its_end(monkeyp
     worker = latency_store.LatencyStore()
 
     def report() -> None:
-        run.plugin.recorder.on_worker_report({"etcd_latency": worker.export_report()}, client_id="w1")
+        run.plugin.get(LatencyRecorder).on_worker_report({"etcd_latency": worker.export_report()}, client_id="w1")
 
     run.tick()
     run.now += 0.2
@@ -358,9 +359,9 @@ def test_a_master_merges_a_levels_seconds_as_they_come_not_at_its_end(monkeypatc
             run.now = second + i / 100
             worker.record("etcd", "put", 2.0)
     run.now = T0 + 4.1
-    run.plugin.recorder.on_worker_report({"etcd_latency": worker.export_report()}, client_id="w1")
+    run.plugin.get(LatencyRecorder).on_worker_report({"etcd_latency": worker.export_report()}, client_id="w1")
     run.tick()  # still the baseline
-    windows = run.plugin.recorder.store.windows
+    windows = run.plugin.get(LatencyRecorder).store.windows
     assert windows.first_second == int(T0) + 1  # the first request, at T0+1.0 exactly, begins its second
     [window] = windows._windows.values()
     assert window.held == {} and window.histograms[PUT].get_total_count() == 300

@@ -15,8 +15,12 @@ from etcd_users.core.features import OPTIONS
 from etcd_users.core.role import Role
 from etcd_users.core.run_context import ATTRIBUTE, RunContext, attach, run_context
 from etcd_users.features.audit.ledger import Ledger
-from etcd_users.features.audit.record import RunRecord
-from etcd_users.features.watchers.state import ProcessWatchers
+from etcd_users.features.audit.record import AuditState, RunRecord
+from etcd_users.features.disruptions.state import DisruptionWindows
+from etcd_users.features.gates.state import GateState
+from etcd_users.features.monitoring.state import MembersSeen
+from etcd_users.features.watchers.state import ProcessWatchers, WatchTallies
+from etcd_users.features.workload.session import ProcessSession
 from etcd_users.settings import settings_from_options
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,10 +71,10 @@ def test_an_environment_without_init_gets_a_context_from_its_runner():
 
 def test_two_environments_keep_their_own_state():
     first, second = Environment(events=Events()), Environment(events=Events())
-    run_context(first).record = RunRecord(Ledger(b"/locust-etcd/", 32, 100))
-    run_context(first).watchers.newest = 42
-    assert run_context(second).record is None and run_context(second).watchers.newest == 0
-    assert isinstance(run_context(second).watchers, ProcessWatchers)
+    run_context(first).get(AuditState).record = RunRecord(Ledger(b"/locust-etcd/", 32, 100))
+    run_context(first).get(ProcessWatchers).newest = 42
+    assert run_context(second).get(AuditState).record is None and run_context(second).get(ProcessWatchers).newest == 0
+    assert isinstance(run_context(second).get(ProcessWatchers), ProcessWatchers)
 
 
 class Connections:
@@ -85,25 +89,27 @@ class Connections:
 
 
 def test_a_new_run_with_other_options_drops_the_session_and_quit_closes_it():
-    context = RunContext(Environment(events=Events()), Role.SINGLE)
+    slot = RunContext(Environment(events=Events()), Role.SINGLE).get(ProcessSession)
     settings = settings_from_options(options())
     other = settings_from_options(options(etcd_val_size=2048))
-    session = context._session = Connections(settings)
-    context.drop_session_if_changed(settings)  # the same options: the same connections
-    assert context._session is session and session.closed == 0
-    context.drop_session_if_changed(other)  # the web UI's form changed them: the next user reconnects
-    assert context._session is None and session.closed == 1
-    kept = context._session = Connections(other)
-    context.close_session()
-    context.close_session()  # quit closes once
-    assert context._session is None and kept.closed == 1
+    session = slot._session = Connections(settings)
+    companion = slot.companion(Connections, lambda: Connections(settings))  # closed with the session
+    slot.drop_if_changed(settings)  # the same options: the same connections
+    assert slot._session is session and session.closed == 0
+    slot.drop_if_changed(other)  # the web UI's form changed them: the next user reconnects
+    assert slot._session is None and session.closed == 1 and companion.closed == 1
+    assert slot.companion_if_any(Connections) is None
+    kept = slot._session = Connections(other)
+    slot.close()
+    slot.close()  # quit closes once
+    assert slot._session is None and kept.closed == 1
 
 
 def test_what_features_share_has_defaults_before_any_run():
     context = RunContext(Environment(events=Events()), Role.MASTER)
-    assert context.lost_workers == [] and context.watch_tally is None
-    assert context.disruption_windows() == ([], False) and context.final_disruption_windows() == []
-    assert context.monitoring is None
+    assert context.get(GateState).lost_workers == [] and context.get(WatchTallies).final is None
+    assert context.get(DisruptionWindows).so_far() == ([], False) and context.get(DisruptionWindows).final() == []
+    assert context.get(MembersSeen).monitoring is None
 
 
 def test_importing_the_users_makes_no_bridge():

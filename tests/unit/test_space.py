@@ -28,6 +28,7 @@ from etcd_users.features.monitoring.space import (
     recovery_commands,
     seconds_left,
 )
+from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.local import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
 from etcd_users.settings import settings_from_options
 
@@ -231,9 +232,9 @@ def test_the_alarm_is_logged_once_per_run_shown_while_raised_and_cleared_when_di
     caplog.set_level(logging.INFO)
     watch = watch_of("http://10.0.0.1:2379,http://10.0.0.2:2379")
     context = RunContext(SimpleNamespace(), Role.SINGLE)  # the web UI reads the alarm there
-    context.space_watch = watch
+    context.get(MembersSeen).space_watch = watch
     watch.after_poll(0.0, [])
-    assert context.alarm is None and space_records(caplog, logging.ERROR) == []
+    assert context.get(MembersSeen).alarm is None and space_records(caplog, logging.ERROR) == []
     watch.probe.alarms = Alarms((("NOSPACE", "http://10.0.0.2:2379"),), 4242)
     watch.after_poll(1.0, [])
     watch.after_poll(2.0, [])
@@ -244,14 +245,14 @@ def test_the_alarm_is_logged_once_per_run_shown_while_raised_and_cleared_when_di
         "    etcdctl --endpoints http://10.0.0.1:2379,http://10.0.0.2:2379 defrag",
         "    etcdctl --endpoints http://10.0.0.1:2379 alarm disarm",
     ]
-    assert context.alarm == alarm_summary(["http://10.0.0.2:2379"])
+    assert context.get(MembersSeen).alarm == alarm_summary(["http://10.0.0.2:2379"])
     watch.probe.alarms = Alarms((), 5000)
     watch.after_poll(3.0, [])
-    assert context.alarm is None
+    assert context.get(MembersSeen).alarm is None
     assert "etcd: the NOSPACE alarm is disarmed; writes are accepted again" in space_records(caplog, logging.INFO)
     watch.probe.alarms = Alarms((("NOSPACE", "http://10.0.0.2:2379"),), 6000)
     watch.after_poll(4.0, [])
-    assert context.alarm is not None and len(space_records(caplog, logging.ERROR)) == 1  # once per run
+    assert context.get(MembersSeen).alarm is not None and len(space_records(caplog, logging.ERROR)) == 1  # once per run
     watch.close()
     assert watch.probe.closed
 

@@ -1,3 +1,8 @@
 """The audit at the end of a run that wrote: every member's HashKV at one revision, each process's acknowledged
 writes read back (``ledger``, ``readback``), the watch streams' counts (``etcd_users.transport.watch_counts``),
 judged on the master or single process (``verdict``) and wired into the run (``run``)."""
+
+from etcd_users.core.features import Feature
+from etcd_users.settings import AuditSettings
+
+FEATURE = Feature("audit", AuditSettings, hooks="run:AuditRun", docs="audit.md")

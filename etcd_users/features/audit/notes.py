@@ -2,9 +2,9 @@
 and its reads judged against them (``ReadChecks``). Neither Locust nor gevent.
 
 Both ways of running users note the same things through this one class: a greenlet's ``EtcdClient`` on the gevent
-thread, a ready workload's ``etcd_users.features.engine.client.LoopClient`` on the loop thread, each right after a response
-and outside its timing. A read is judged against what was acknowledged when it was sent, so the notes are taken at
-once, never in a later batch. The two threads of a process only share these notes when a run mixes both kinds of
+thread, a ready workload's ``etcd_users.features.engine.client.LoopClient`` on the loop thread, each right after a
+response and outside its timing. A read is judged against what was acknowledged when it was sent, so the notes are taken
+at once, never in a later batch. The two threads of a process only share these notes when a run mixes both kinds of
 users in one process; a note interleaved with the other thread's may then keep the older of two writes of one key or
 revision, which can only make a check more lenient, never fail a correct read.
 """

@@ -1,14 +1,16 @@
 """What the audit keeps of the current run in each process that runs users: the acknowledged writes (``Ledger``), the
 watch streams' counts and the checks of the reads (``ReadChecks``). The users' client records into them after each
-response (``etcd_users.client``); the audit (``etcd_users.features.audit.run``) puts a record on the run's context
-(``etcd_users.core.run_context``) at each run's start and reads it at its end. Pure."""
+response (``etcd_users.features.workload.client``); the audit (``etcd_users.features.audit.run``) puts a record on the
+run's context (``etcd_users.core.run_context``) at each run's start and reads it at its end. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from etcd_users.features.audit.ledger import Ledger
 from etcd_users.features.audit.reads import ReadChecks
+from etcd_users.features.audit.staleness import MemberStaleness
 from etcd_users.transport.watch_counts import WatchCounts
 
 
@@ -17,3 +19,12 @@ class RunRecord:
     ledger: Ledger
     watches: WatchCounts = field(default_factory=WatchCounts)
     reads: ReadChecks = field(default_factory=ReadChecks)
+
+
+@dataclass
+class AuditState:
+    """The audit's slot on the run's context: the current run's record (None: the audit is off) and, on the master,
+    the serializable reads' staleness per member with the workers' (the stale: gates at quitting)."""
+
+    record: RunRecord | None = None
+    final_staleness: Callable[[], dict[str, MemberStaleness]] = dict

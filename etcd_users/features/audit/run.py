@@ -4,9 +4,9 @@ at quitting the master (or single process) hashes every member, sums the counts 
 line, last, and adds a case to the ``--etcd-junit`` report; with ``--csv`` it writes ``PREFIX_audit.json`` and, when
 serializable reads were measured, ``PREFIX_staleness.csv``.
 
-``AuditRun`` is the feature's hooks (``etcd_users.core.features``). The plugin calls ``on_quitting`` here once the workers
-have reported and the gates' hooks have judged the gates, then ``exit_verdict``: a failed audit makes the exit code 4
-(``etcd_users.core.exit_code``). The local etcd stops, and ``--etcd-cleanup`` deletes the prefix, later, at quit.
+``AuditRun`` is the feature's hooks (``etcd_users.core.features``). The plugin calls ``on_quitting`` here once the
+workers have reported and the gates' hooks have judged the gates, then ``exit_verdict``: a failed audit makes the exit
+code 4 (``etcd_users.core.exit_code``). The local etcd stops, and ``--etcd-cleanup`` deletes the prefix, later, at quit.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -27,11 +27,12 @@ from etcd_users.features.audit.divergence import keys_held_differently
 from etcd_users.features.audit.hashkv import hash_members
 from etcd_users.features.audit.ledger import KeyCounts, Ledger
 from etcd_users.features.audit.readback import read_back
-from etcd_users.features.audit.record import RunRecord
+from etcd_users.features.audit.record import AuditState, RunRecord
 from etcd_users.features.audit.staleness import MemberStaleness, Staleness
 from etcd_users.features.audit.verdict import Audit, ProcessAudit
 from etcd_users.features.gates import junit
-from etcd_users.features.target_cluster.cluster import with_probe
+from etcd_users.features.target_cluster.cluster import TargetCluster, with_probe
+from etcd_users.features.workload.session import ProcessSession
 from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
 from etcd_users.settings import AuditSettings, SettingsError, settings_from_options
 from etcd_users.transport.errors import EndpointError, error_detail
@@ -61,7 +62,7 @@ class AuditRun(FeatureHooks):
         options = environment.parsed_options
         self.on = hasattr(options, "etcd_endpoints") and not AuditSettings.read_one(options, "skip")
         context = run_context(environment)
-        context.final_staleness = lambda: self.staleness(environment)
+        context.get(AuditState).final_staleness = lambda: self.staleness(environment)
         if context.role.is_master:
             self.workers = environment.runner.worker_count
             return
@@ -73,7 +74,7 @@ class AuditRun(FeatureHooks):
                 settings = None  # the plugin has said why; the run stops
             if settings is not None:
                 ledger = Ledger(settings.prefix, settings.key_size, settings.key_space_size)
-        context.record = RunRecord(ledger) if ledger is not None else None
+        context.get(AuditState).record = RunRecord(ledger) if ledger is not None else None
 
     def on_test_stop(self, environment, **_kwargs) -> None:
         """A process that ran users reads its keys back once they have stopped."""
@@ -124,7 +125,7 @@ class AuditRun(FeatureHooks):
         evidence = self._offending_keys(settings) if self.audit.evidence else None
         if evidence is not None:
             self.audit.held_differently = evidence.get("held_differently")
-        local = self.tool.target.local
+        local = self.tool.get(TargetCluster).local
         if self.audit.failed and local is not None:  # what the members hold is the failure's evidence: not removed
             kept = local.keep_files()
             self.audit.kept = str(kept) if kept is not None else None
@@ -199,7 +200,7 @@ class AuditRun(FeatureHooks):
     def _read_back(self, environment) -> ProcessAudit | None:
         """This process's keys read back at one revision, judged against its record; None when it wrote nothing."""
         context = run_context(environment)
-        run = context.record
+        run = context.get(AuditState).record
         if run is None or not (run.ledger.writes or run.ledger.untracked_deletes or run.watches.watchers):
             return None
         started = time.perf_counter()
@@ -207,7 +208,7 @@ class AuditRun(FeatureHooks):
         process = str(runner.client_id) if context.role.is_worker else LOCAL_PROCESS
         ledger = run.ledger
         try:
-            current = context.session()
+            current = context.get(ProcessSession).session(context.environment)
             first, end = current.keys.first_and_end()
             revision, found = current.bridge.run(
                 read_back, current.pool, ledger, first, end, current.settings.audit.wait

@@ -24,7 +24,8 @@ from etcd_users.core.role import Role
 from etcd_users.core.run_context import run_context
 from etcd_users.features.rate_held.hooks import users_at_rate, whole_seconds
 from etcd_users.files import CLIENT_BOUND_PCT, MASTER_PROCESS, SERVICE
-from etcd_users.latency.client_cpu import Row, busiest
+from etcd_users.latency.client_cpu import ClientCpu, Row, busiest
+from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import Key
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
@@ -74,8 +75,8 @@ class ClientBound(FeatureHooks):
 
     def __init__(self, tool) -> None:
         super().__init__(tool)
-        tool.recorder.store.merged_listeners.append(self._on_merged)
-        tool.client_cpu.listeners.append(self._on_cpu)
+        tool.get(LatencyRecorder).store.merged_listeners.append(self._on_merged)
+        tool.get(ClientCpu).listeners.append(self._on_cpu)
         self.environment = None
         self._look: gevent.Greenlet | None = None
         self._reset()

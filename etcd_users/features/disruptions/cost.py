@@ -1,5 +1,6 @@
 """What a disruption cost the requests of one name, from per-second data and, when the run kept one, its action's own
-span to 10 ms (``etcd_users.features.disruptions.span``): pure functions, for the live line and the analysis alike. No Locust.
+span to 10 ms (``etcd_users.features.disruptions.span``): pure functions, for the live line and the analysis alike. No
+Locust.
 
 With the span's figures (``SpanCost``), the gap, P99, P99.9, requests and errors are the span's: a gap in ms
 (``gap_ms``; ``gap_s`` the same in seconds), latencies and errors of the action's own time, not of whole seconds.

@@ -1,21 +1,21 @@
 """``--etcd-disrupt``: the master (or single process) does each item of the schedule at its time while the load goes on,
 records its window, and logs what it cost the requests.
 
-``Disruptions`` is the feature's hooks (``etcd_users.core.features``), called after the tool's own listeners, which resolve
-the run's settings and start the local etcd first. At init the schedule is checked against the endpoints (signals only
-on the local etcd the tool started, anything on other endpoints only with ``--etcd-disrupt-allowed``); at test start a
-greenlet waits for each item's time (from the test start) and starts its action in a greenlet of its own, on connections
-of its own (``Probe``), never on a worker. Each action is a window: requested, started and finished at (unix seconds),
-ok, a line of result, the error label when it failed; the windows go to ``PREFIX_disruptions.json`` (with ``--csv
-PREFIX``), rewritten as each window closes and as its cost is known.
+``Disruptions`` is the feature's hooks (``etcd_users.core.features``), called after the tool's own listeners, which
+resolve the run's settings and start the local etcd first. At init the schedule is checked against the endpoints
+(signals only on the local etcd the tool started, anything on other endpoints only with ``--etcd-disrupt-allowed``); at
+test start a greenlet waits for each item's time (from the test start) and starts its action in a greenlet of its own,
+on connections of its own (``Probe``), never on a worker. Each action is a window: requested, started and finished at
+(unix seconds), ok, a line of result, the error label when it failed; the windows go to ``PREFIX_disruptions.json``
+(with ``--csv PREFIX``), rewritten as each window closes and as its cost is known.
 
-The cost, per request name (``etcd_users.features.disruptions.cost``), comes from the seconds the exact latency store merges
-and from its timeline (``etcd_users.latency.timeline``: every process's successes to 10 ms, latencies in 100 ms
+The cost, per request name (``etcd_users.features.disruptions.cost``), comes from the seconds the exact latency store
+merges and from its timeline (``etcd_users.latency.timeline``: every process's successes to 10 ms, latencies in 100 ms
 slots, failures timed by their request), which the span's gap, latencies and errors by etcd's label are read from
-(``etcd_users.features.disruptions.span``): once the data up to the window's end is in, and again each second until the P99
-is back within 1.2x of before or ``RECOVERY_CAP_S`` have passed, then it is logged, one line per name. At test stop
-the actions still running are interrupted (a member killed or frozen comes back), and the cost of windows still open
-is logged with the data there is.
+(``etcd_users.features.disruptions.span``): once the data up to the window's end is in, and again each second until the
+P99 is back within 1.2x of before or ``RECOVERY_CAP_S`` have passed, then it is logged, one line per name. At test stop
+the actions still running are interrupted (a member killed or frozen comes back), and the cost of windows still open is
+logged with the data there is.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -37,9 +37,13 @@ from etcd_users.features.disruptions import cost as costs
 from etcd_users.features.disruptions import span
 from etcd_users.features.disruptions.actions import ActionError, Done, member_statuses
 from etcd_users.features.disruptions.membership import remove_learners_left
+from etcd_users.features.disruptions.state import DisruptionWindows
 from etcd_users.features.monitoring.member_figures import Figure, window_counters
+from etcd_users.features.monitoring.state import MembersSeen
+from etcd_users.features.target_cluster.cluster import TargetCluster
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
 from etcd_users.latency.recent import RecentSeconds
+from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.timeline import Timeline
 from etcd_users.settings import EtcdSettings
 from etcd_users.settings.disruption_actions import ACTIONS, ADD_LEARNER
@@ -218,7 +222,7 @@ class DisruptionRun:
 
     def _members_said(self, window: Window) -> bool:
         """Log the members' counters over ``window`` when its scrapes are in (or there is no poll): whether done."""
-        rows = run_context(self.environment).member_rows
+        rows = run_context(self.environment).get(MembersSeen).member_rows
         if rows is None or window.members_said is not None:
             return True
         counted = window_counters(rows, window.started_at, window.finished_at)
@@ -284,7 +288,7 @@ class Disruptions(FeatureHooks):
         self.timeline: Timeline | None = None
 
     def _check(self, settings: EtcdSettings) -> None:
-        local = self.tool.target.local
+        local = self.tool.get(TargetCluster).local
         disruptions = settings.disruptions
         check_allowed(disruptions.schedule, [e.url for e in settings.endpoints], local is not None, disruptions.allowed)
 
@@ -297,16 +301,16 @@ class Disruptions(FeatureHooks):
             self._check(plugin.run_settings)
         except ScheduleError as error:
             plugin.fail(str(error))
-        context.disruption_windows, context.final_disruption_windows = self.windows, self.final_windows
+        context.get(DisruptionWindows).so_far, context.get(DisruptionWindows).final = self.windows, self.final_windows
         self.seconds = RecentSeconds(0)
-        plugin.recorder.store.merged_listeners.append(self.seconds.add)
-        self.timeline = plugin.recorder.store.timeline = Timeline()
+        plugin.get(LatencyRecorder).store.merged_listeners.append(self.seconds.add)
+        self.timeline = plugin.get(LatencyRecorder).store.timeline = Timeline()
 
     def on_test_start(self, environment, **_kwargs) -> None:
         plugin = self.tool
         self._stop()
         self.last = None
-        store = plugin.recorder.store
+        store = plugin.get(LatencyRecorder).store
         # every process records the timeline's parts of a run with disruptions (workers read the option the master
         # sent them)
         store.fine = bool(getattr(environment.parsed_options, "etcd_disrupt", ""))
@@ -328,7 +332,12 @@ class Disruptions(FeatureHooks):
         self.timeline.clear()
         self.timeline.keep_s = math.ceil(longest) + RECOVERY_CAP_S + KEEP_MARGIN_S
         self.run = self.last = DisruptionRun(
-            environment, settings, plugin.target.local, plugin.recorder, self.seconds, self.timeline
+            environment,
+            settings,
+            plugin.get(TargetCluster).local,
+            plugin.get(LatencyRecorder),
+            self.seconds,
+            self.timeline,
         )
         self.run.start()
         logger.info("disruptions: %s (from the test start)", ", ".join(d.text for d in settings.disruptions.schedule))

@@ -3,8 +3,8 @@ exit code 0 reads as a run that passed. Watchers that received events of another
 
 ``EmptyRun`` is a feature's hooks, after every other's: judged at ``quitting`` on the master or the single process,
 once the workers' last reports are in and the other features have judged (the watchers' tally), its ``exit_verdict``
-taken into the exit code (``etcd_users.core.exit_code``); the line is printed at ``quit``, after Locust's summary and the
-other features' lines, where a pipeline's log ends. ``why_empty`` is pure.
+taken into the exit code (``etcd_users.core.exit_code``); the line is printed at ``quit``, after Locust's summary and
+the other features' lines, where a pipeline's log ends. ``why_empty`` is pure.
 """
 
 import logging
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from etcd_users.core.exit_code import NOTHING_MEASURED, ExitVerdict
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
+from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.preparation import KEY_SPACE, Preparation
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
@@ -69,7 +70,7 @@ class EmptyRun(FeatureHooks):
         context = run_context(environment)
         if context.role.is_worker or environment.stats.total.num_requests:
             return
-        tally = context.watch_tally  # judged by the watchers' hooks at quitting, before this
+        tally = context.get(WatchTallies).final  # judged by the watchers' hooks at quitting, before this
         if tally is not None and tally.events:
             return  # watchers of another run's writes: their events are the measure (the ``watchers:`` line)
         options = environment.parsed_options

@@ -5,3 +5,7 @@ applied to Locust's statistics in batches (``--etcd-engine loop``, the default).
 ``workloads`` are the ready workloads' operations and their loop, ``client`` their calls; ``results`` carries the
 results to Locust's ``request`` listeners (``locust_stats``: Locust's own statistics, logged in batches).
 """
+
+from etcd_users.core.features import Feature
+
+FEATURE = Feature("engine", hooks="hooks:EngineChoice", docs="performance.md")

@@ -6,12 +6,7 @@ user's requests as a coroutine on the transport's loop thread with ``--etcd-engi
 with tasks of its own (a workload of one's own, the watch, lease and Kubernetes users) always does.
 """
 
-import logging
 from collections.abc import Callable, Iterable
-
-from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
-
-_say = logging.getLogger(RUN_LOGGER)
 
 LOOP = "loop"
 GREENLET = "greenlet"
@@ -48,12 +43,3 @@ def engine_line(user_classes: Iterable[type], engine: str) -> str:
     if own:
         parts.append(f"{', '.join(own)} on greenlets (tasks of its own)")
     return "engine: " + "; ".join(parts)
-
-
-class EngineChoice(FeatureHooks):
-    """Says at each run's start which way each User class sends its requests (a master or single process)."""
-
-    def on_run_start(self, environment, settings) -> None:
-        classes = environment.user_classes or []
-        if classes:
-            _say.info("%s", engine_line(classes, settings.engine))

@@ -32,8 +32,9 @@ import gevent.lock
 
 from etcd_users.features.engine.locust_stats import is_locust_listener, log_batch
 from etcd_users.features.watchers.state import ProcessWatchers
+from etcd_users.features.workload.session import ProcessSession
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
-from etcd_users.transport.bridge import Bridge
+from etcd_users.transport.bridge import Bridge, bridge
 
 logger = logging.getLogger(__name__)
 
@@ -165,3 +166,17 @@ def _fire_each(handler, timed: list[tuple]) -> None:
             exception=label,
             context={INTENDED_CONTEXT_KEY: intended * 1000.0} if intended is not None else {},
         )
+
+
+def loop_results(context) -> LoopResults:
+    """Where the session's users on the loop thread add their results, made on first use; closed with the session."""
+    return context.get(ProcessSession).companion(
+        LoopResults, lambda: LoopResults(bridge(), context.environment, lambda: context.get(ProcessWatchers))
+    )
+
+
+def flush_loop_results(context) -> None:
+    """Apply every result of the users on the loop thread so far (before anything reads the run's figures)."""
+    results = context.get(ProcessSession).companion_if_any(LoopResults)
+    if results is not None:
+        results.flush()

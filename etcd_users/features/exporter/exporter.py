@@ -17,8 +17,8 @@ master already merges, never measured on the request path.
   ``judged_shape.JudgedShape``'s current level while a test runs), ``locust_etcd_sla_gate_passing{gate}`` (each
   ``--etcd-sla`` gate judged on the same window, 1 or 0, absent while the window holds no request) and
   ``locust_etcd_run_info{class,target,endpoints_count,version}``.
-- the watchers' figures since the test started, while any watcher ran (``etcd_users.features.watchers.tally``; on a master, its
-  workers' as they last reported them): ``locust_etcd_watchers`` (watchers etcd confirmed),
+- the watchers' figures since the test started, while any watcher ran (``etcd_users.features.watchers.tally``; on a
+  master, its workers' as they last reported them): ``locust_etcd_watchers`` (watchers etcd confirmed),
   ``locust_etcd_watch_events_total``, ``locust_etcd_watch_progress_notifications_total``,
   ``locust_etcd_watchers_cancelled_total{reason}`` (etcd's reason) and ``locust_etcd_watch_behind_revisions{quantile}``
   (P50, P99 and max (1) of the revisions each response with events was behind the newest known).
@@ -29,8 +29,8 @@ dropped after, so memory stays bounded however long the run. A scrape runs in a 
 web UI, and costs about 1.5 ms per request name (most of it prometheus_client writing the 110 lines of each name's
 histogram).
 
-``ExporterRun`` is the feature's hooks (``etcd_users.core.features``): the exporter starts at init, once the run's settings
-are resolved, and stops at quit.
+``ExporterRun`` is the feature's hooks (``etcd_users.core.features``): the exporter starts at init, once the run's
+settings are resolved, and stops at quit.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.gates import sla
 from etcd_users.features.shapes.judged import judged_shape
+from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.features.watchers.tally import WatchTally, percentile
 from etcd_users.files import SERVICE
 from etcd_users.latency.recent import RecentSeconds, Window
@@ -154,7 +155,7 @@ class RunCollector(Collector):
         yield from self._runner()
         yield self._gates(window)
         yield self._info(settings)
-        yield from self._watchers(run_context(self.environment).live_watch_tally())
+        yield from self._watchers(run_context(self.environment).get(WatchTallies).live())
 
     def _counts(self) -> Iterator[Metric]:
         requests = CounterMetricFamily(
@@ -384,7 +385,9 @@ class ExporterRun(FeatureHooks):
             return  # a worker, or a run without the tool's options
         is_master = run_context(environment).role.is_master
         try:
-            self.exporter = start(environment, web_ui, self.tool.recorder, lambda: self.tool.run_settings, is_master)
+            self.exporter = start(
+                environment, web_ui, self.tool.get(LatencyRecorder), lambda: self.tool.run_settings, is_master
+            )
         except ExporterError as error:
             self.tool.fail(str(error))
 

@@ -7,3 +7,8 @@
 Their options and grammar are ``etcd_users.settings.gates``'; ``etcd_users.features.gates.verdicts`` and ``gates_run``
 judge them at a run's end and report them.
 """
+
+from etcd_users.core.features import Feature
+from etcd_users.settings import GateSettings
+
+FEATURE = Feature("gates", GateSettings, hooks="hooks:GatesRun", docs="pipelines.md")

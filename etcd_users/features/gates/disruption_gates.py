@@ -1,10 +1,10 @@
 """``disrupt:`` gates (``--etcd-sla``): each judged on every window of ``--etcd-disrupt``, from its cost. Pure.
 
-A window's cost (``etcd_users.features.disruptions.cost``, as the runner records it in ``PREFIX_disruptions.json``) is per
-request name: a gate with a NAME reads that name's; without one, the gap and the latencies are the worst name's
+A window's cost (``etcd_users.features.disruptions.cost``, as the runner records it in ``PREFIX_disruptions.json``) is
+per request name: a gate with a NAME reads that name's; without one, the gap and the latencies are the worst name's
 (named after the value) and the errors are those of every name together. A gate gives one result per item of the
-schedule, in the order of their times. An item the run ended before, an action that failed, or a window without
-data of the gate's name fails the gate: a disruption that did not happen must not pass unnoticed.
+schedule, in the order of their times. An item the run ended before, an action that failed, or a window without data of
+the gate's name fails the gate: a disruption that did not happen must not pass unnoticed.
 """
 
 from __future__ import annotations

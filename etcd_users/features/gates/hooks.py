@@ -13,9 +13,14 @@ import logging
 from etcd_users.core.exit_code import ExitVerdict
 from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
 from etcd_users.core.run_context import run_context
+from etcd_users.features.audit.record import AuditState
+from etcd_users.features.disruptions.state import DisruptionWindows
+from etcd_users.features.gates.state import GateState
 from etcd_users.features.gates.verdicts import GateVerdicts
 from etcd_users.features.gates.worker_watch import WorkerWatch
+from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.features.shapes.judged import judged_shape
+from etcd_users.latency.recorder import LatencyRecorder
 
 logger = logging.getLogger(RUN_LOGGER)
 
@@ -42,14 +47,20 @@ class GatesRun(FeatureHooks):
         if not self.tool.ran or not self._judges(environment):
             return
         context = run_context(environment)
-        windows = context.final_disruption_windows()
-        staleness = context.final_staleness()
+        windows = context.get(DisruptionWindows).final()
+        staleness = context.get(AuditState).final_staleness()
         settings, shape = self.tool.run_settings, judged_shape(environment)
         self.verdicts.judge(
-            environment, self.tool.recorder, settings, shape, windows, context.member_rows or [], staleness
+            environment,
+            self.tool.get(LatencyRecorder),
+            settings,
+            shape,
+            windows,
+            context.get(MembersSeen).member_rows or [],
+            staleness,
         )
         self.workers.add_verdict(self.verdicts.results)
-        context.gate_results = self.verdicts.results
+        context.get(GateState).results = self.verdicts.results
 
     def exit_verdict(self, environment) -> ExitVerdict | None:
         return self.verdicts.exit_verdict()
@@ -60,7 +71,7 @@ class GatesRun(FeatureHooks):
         try:  # before the files are listed: the JUnit report is one of them
             shape = judged_shape(self.environment)
             self.verdicts.write_reports(
-                self.environment, self.tool.recorder, self.tool.run_settings, shape, self.tool.ran
+                self.environment, self.tool.get(LatencyRecorder), self.tool.run_settings, shape, self.tool.ran
             )
         except Exception:  # a report never stops the clean-up after it
             logger.exception("locust-etcd: could not write the JUnit report or the step summary")

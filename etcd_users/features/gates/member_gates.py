@@ -1,8 +1,8 @@
 """``member:`` gates (``--etcd-sla``): thresholds on the members' own metrics, judged on the worst member. Pure.
 
-The figures come from ``etcd_users.features.monitoring.member_figures`` over the run (or a shape's level). Without a single
-scrape of a member in the span the gate fails with "no figure": an unmeasured cluster must not pass. A cluster that
-answered but whose figure does not exist passes, told why: a one-member cluster has no peers to time, and a span
+The figures come from ``etcd_users.features.monitoring.member_figures`` over the run (or a shape's level). Without a
+single scrape of a member in the span the gate fails with "no figure": an unmeasured cluster must not pass. A cluster
+that answered but whose figure does not exist passes, told why: a one-member cluster has no peers to time, and a span
 without any WAL fsync (no write) had no slow one.
 """
 

@@ -17,8 +17,8 @@ A gate is ``[NAME:]METRIC OP VALUE``, gates are comma-separated (the grammar is 
 The gates are judged on the master (or the single process) when Locust quits, after the workers' last reports
 are merged (the gates' hooks, ``etcd_users.features.gates.hooks``, call ``judge`` then ``print_results``); each is
 printed with its measured value and PASS or FAIL. When any fails the run's verdict is ``SLA_EXIT_CODE`` (3,
-``exit_verdict``; ``etcd_users.core.exit_code`` decides the process's code from every verdict). A gate whose request name
-never ran fails: a misspelt name must not pass unnoticed.
+``exit_verdict``; ``etcd_users.core.exit_code`` decides the process's code from every verdict). A gate whose request
+name never ran fails: a misspelt name must not pass unnoticed.
 """
 
 from __future__ import annotations

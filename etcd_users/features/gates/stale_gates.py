@@ -1,8 +1,8 @@
 """``stale:`` gates (``--etcd-sla``): how far behind the serializable reads were, judged on the worst member. Pure.
 
 ``stale:p99<100ms`` reads the milliseconds behind, ``stale:revisions:p99<50`` the revisions behind, from each member's
-histograms (``etcd_users.features.audit.staleness``). A run without a measured serializable read fails the gate ("no figure"):
-an unmeasured cluster must not pass.
+histograms (``etcd_users.features.audit.staleness``). A run without a measured serializable read fails the gate ("no
+figure"): an unmeasured cluster must not pass.
 """
 
 from __future__ import annotations

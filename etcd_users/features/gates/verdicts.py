@@ -2,9 +2,9 @@
 after), written for CI at quit (``--etcd-junit``, ``$GITHUB_STEP_SUMMARY``) and printed last, where a pipeline's log
 ends. Only a master or a single process judges: workers see a part of the load.
 
-``disrupt:`` gates are judged on the windows of ``--etcd-disrupt`` (``etcd_users.features.disruptions.runner``), whatever the
-shape; ``member:`` gates on the worst member's own metrics over the run, from the rows the poller kept; ``stale:`` gates
-on the serializable reads' staleness per member, from the audit's counts."""
+``disrupt:`` gates are judged on the windows of ``--etcd-disrupt`` (``etcd_users.features.disruptions.runner``),
+whatever the shape; ``member:`` gates on the worst member's own metrics over the run, from the rows the poller kept;
+``stale:`` gates on the serializable reads' staleness per member, from the audit's counts."""
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 

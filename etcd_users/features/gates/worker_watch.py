@@ -18,6 +18,7 @@ import gevent
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.gates.sla import Result
+from etcd_users.features.gates.state import GateState
 from etcd_users.features.monitoring import lost_workers
 from etcd_users.features.monitoring.lost_workers import WORKERS, LostWorker
 from etcd_users.settings import Gate
@@ -58,7 +59,9 @@ class WorkerWatch(FeatureHooks):
             return
         self._stop()
         self.lost, self.workers, self._users = [], 0, {}
-        run_context(environment).lost_workers = self.lost  # the same list: the run's summary reads it there
+        run_context(environment).get(
+            GateState
+        ).lost_workers = self.lost  # the same list: the run's summary reads it there
         self._started = time.time()
         self._greenlet = gevent.spawn(self._watch)
 

@@ -1,12 +1,12 @@
 """The read key space, written before the measured window: once per run, by the master or the single process.
 
 The workloads that read keys of the key space (a User class with ``reads_key_space``: the range, txn-mixed, mixed and
-YCSB users) need ``--etcd-key-space-size`` keys to find (``etcd_users.features.key_space.hooks`` decides when). A headless run
-writes them at init: Locust starts the clock
-of ``-t`` right after ``init`` and fires ``test_start`` later, inside its runner's start, so a fill there would eat
-the run time. A run started from the web UI, whose classes and options come with the start, writes them at test
-start, before its users spawn. Workers find the key space written. The fill's puts are no request of the run; its
-progress is logged every few seconds, its keys and time go to the log and the run summary.
+YCSB users) need ``--etcd-key-space-size`` keys to find (``etcd_users.features.key_space.hooks`` decides when). A
+headless run writes them at init: Locust starts the clock of ``-t`` right after ``init`` and fires ``test_start`` later,
+inside its runner's start, so a fill there would eat the run time. A run started from the web UI, whose classes and
+options come with the start, writes them at test start, before its users spawn. Workers find the key space written. The
+fill's puts are no request of the run; its progress is logged every few seconds, its keys and time go to the log and the
+run summary.
 
 ``Session.ensure_key_space`` (custom users call it) asks ``prepared`` first: nothing to do once this process wrote or
 found the key space of the run's settings; the user stops when the fill failed (the end of the run says why).

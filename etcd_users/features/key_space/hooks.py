@@ -1,6 +1,6 @@
 """When the read key space is written: a headless run's at init, before Locust starts the clock of -t; a run started
-from the web UI at its start. ``KeySpaceFill`` is the hooks ``plugin.install`` wires (``etcd_users.features.key_space.fill``
-writes the keys).
+from the web UI at its start. ``KeySpaceFill`` is the hooks ``plugin.install`` wires
+(``etcd_users.features.key_space.fill`` writes the keys).
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -17,15 +17,16 @@ INTERRUPTED_EXIT_CODE = 130  # a shell's for a process that Ctrl-C ended
 
 
 class KeySpaceFill(FeatureHooks):
-    """Fills the key space of the run's reading classes on the master or the single process (``plugin.install``
-    wires it: its ``init`` after the features' checks, its ``test_start`` before the features' own)."""
+    """Fills the key space of the run's reading classes on the master or the single process: at init once every
+    feature's checks passed, or at a run's start before the other features' own ``test_start``."""
 
     def __init__(self, tool) -> None:
         super().__init__(tool)
         self.filled_at_init = False
 
-    def on_init(self, environment, runner=None, **_kwargs) -> None:
-        """A headless run knows its classes and options now, before Locust starts the clock of -t."""
+    def on_init_checked(self, environment) -> None:
+        """A headless run knows its classes and options now, before Locust starts the clock of -t (and after every
+        feature's checks: bad input ends the process before a long fill)."""
         options = environment.parsed_options
         if getattr(options, "headless", False) or getattr(options, "autostart", False):
             try:

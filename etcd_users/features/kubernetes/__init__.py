@@ -1,3 +1,8 @@
 """Kubernetes-shaped traffic: kube-apiserver's calls to etcd (``client``), its key layout and the workload's choices
 (``layout``, pure), and what a run does around them on the master (``run``: the objects written first, compaction).
 """
+
+from etcd_users.core.features import Feature
+from etcd_users.settings import KubeSettings
+
+FEATURE = Feature("Kubernetes-shaped traffic", KubeSettings, hooks="run:KubernetesRun", docs="workloads.md")

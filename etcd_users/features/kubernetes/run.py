@@ -1,10 +1,10 @@
 """What a Kubernetes run does besides its requests, on the master (or the single process): the objects written before
 the users start (``prefill``, not measured), and kube-apiserver's periodic compaction during the run.
 
-``KubernetesRun`` is the feature's hooks (``etcd_users.core.features``), called after the tool's own listeners, which resolve
-the run's settings and start the local etcd first. A headless run prefills at init, before Locust starts the clock of
-``-t``; a run started from the web UI, whose classes come with the start, at test start, before its users spawn. A run
-whose classes are not Kubernetes ones does nothing.
+``KubernetesRun`` is the feature's hooks (``etcd_users.core.features``), called after the tool's own listeners, which
+resolve the run's settings and start the local etcd first. A headless run prefills at init, before Locust starts the
+clock of ``-t``; a run started from the web UI, whose classes come with the start, at test start, before its users
+spawn. A run whose classes are not Kubernetes ones does nothing.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -19,12 +19,12 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users import compaction
-from etcd_users.client import KeyOutsidePrefixError
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.kubernetes.client import close_states, list_keys
 from etcd_users.features.kubernetes.layout import NODE_LEASE_BYTES, Layout, ValueSource
-from etcd_users.features.target_cluster.cluster import with_probe
+from etcd_users.features.target_cluster.cluster import TargetCluster, with_probe
+from etcd_users.features.workload.client import KeyOutsidePrefixError
 from etcd_users.preparation import KUBERNETES, Preparation
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
@@ -206,7 +206,7 @@ class KubernetesRun(FeatureHooks):
             return
         self.prefilled = None  # a next run from the web UI looks again: this run changes what exists
         self._stop_compacting()
-        local = self.tool.target.local is not None
+        local = self.tool.get(TargetCluster).local is not None
         if may_compact(settings, local):
             interval = settings.k8s.compact_interval
             self.compactor = compaction.Compactor(

@@ -10,3 +10,8 @@
 
 The hooks that start them are ``etcd_users.features.monitoring.hooks`` and ``etcd_users.features.gates.worker_watch``.
 """
+
+from etcd_users.core.features import Feature
+from etcd_users.settings import MonitoringSettings
+
+FEATURE = Feature("monitoring of the members", MonitoringSettings, hooks="hooks:MembersWatch", docs="faults.md")

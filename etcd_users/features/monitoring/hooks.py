@@ -1,5 +1,5 @@
-"""The monitoring of the members, a feature's hooks (``etcd_users.core.features``): the pre-flight report at start-up, then
-on a master or single process each run's ``RunMonitoring`` (the members' /metrics, the db against its quota, the
+"""The monitoring of the members, a feature's hooks (``etcd_users.core.features``): the pre-flight report at start-up,
+then on a master or single process each run's ``RunMonitoring`` (the members' /metrics, the db against its quota, the
 compaction) and the members' side at the run's first breach (``--etcd-profile-on-breach``, with ``--csv``).
 
 What the other features read of it goes on the run's context: the members as found at start-up, the polled rows (the
@@ -14,7 +14,8 @@ from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
 from etcd_users.core.run_context import RunContext, run_context
 from etcd_users.features.monitoring import breach, preflight
 from etcd_users.features.monitoring.during_run import RunMonitoring
-from etcd_users.features.target_cluster.cluster import with_probe
+from etcd_users.features.monitoring.state import MembersSeen
+from etcd_users.features.target_cluster.cluster import TargetCluster, with_probe
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger(RUN_LOGGER)
@@ -30,22 +31,22 @@ class MembersWatch(FeatureHooks):
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         self.environment = environment
         context = self.context = run_context(environment)
-        context.on_breach = self.on_breach
+        context.get(MembersSeen).on_breach = self.on_breach
         if self.tool.run_settings is not None:  # a master or single process with the run's settings
             # informs only (versions, db size against quota, fsync P99 under a short burst); never stops the run
-            context.preflight = preflight.report(self.tool.run_settings, with_probe)
+            context.get(MembersSeen).preflight = preflight.report(self.tool.run_settings, with_probe)
 
     def on_run_start(self, environment, settings: EtcdSettings) -> None:
         self._stop_run()
-        local = self.tool.target.local
-        run = self.context.monitoring = RunMonitoring.start(
+        local = self.tool.get(TargetCluster).local
+        run = self.context.get(MembersSeen).monitoring = RunMonitoring.start(
             environment,
             settings,
             local.compaction if local is not None else None,
             (lambda: list(zip(local.endpoints, local.metrics_urls, strict=True))) if local is not None else None,
         )
-        self.context.space_watch = run.space_watch
-        self.context.member_rows = run.poller.rows if run.poller is not None else None
+        self.context.get(MembersSeen).space_watch = run.space_watch
+        self.context.get(MembersSeen).member_rows = run.poller.rows if run.poller is not None else None
         if settings.monitoring.profile_on_breach > 0 and not environment.parsed_options.csv_prefix:
             logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
 
@@ -55,7 +56,7 @@ class MembersWatch(FeatureHooks):
         Returns at once; with ``--etcd-profile-on-breach`` and ``--csv`` the capture runs in its own greenlet.
         Only the master or the single process captures: workers see none of the members' side.
         """
-        run = self.context.monitoring if self.context is not None else None
+        run = self.context.get(MembersSeen).monitoring if self.context is not None else None
         if run is None or self.environment is None:
             return  # no run of a master or single process: workers see none of the members' side
         busy = self.capture is not None and self.capture.running()  # a previous run's, same directory
@@ -72,10 +73,10 @@ class MembersWatch(FeatureHooks):
         self._stop_run()
 
     def _stop_run(self) -> None:
-        run = self.context.monitoring if self.context is not None else None
+        run = self.context.get(MembersSeen).monitoring if self.context is not None else None
         if run is not None:
             run.stop()
-            self.context.monitoring = None
+            self.context.get(MembersSeen).monitoring = None
 
     def _finish_capture(self) -> None:
         capture = self.capture

@@ -22,7 +22,8 @@ from etcd_users import hdr
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.files import CLIENT_BOUND_PCT, INTENDED, SERVICE
-from etcd_users.latency.client_cpu import Row, busiest
+from etcd_users.latency.client_cpu import ClientCpu, Row, busiest
+from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import Key
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
@@ -110,9 +111,9 @@ class RateShortfall(FeatureHooks):
 
     def __init__(self, tool) -> None:
         super().__init__(tool)
-        self.recorder = tool.recorder
+        self.recorder = tool.get(LatencyRecorder)
         self.recorder.store.merged_listeners.append(self._on_merged)
-        tool.client_cpu.listeners.append(self._on_cpu)
+        tool.get(ClientCpu).listeners.append(self._on_cpu)
         self.environment = None
         self._reset()
 

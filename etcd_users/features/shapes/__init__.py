@@ -13,3 +13,8 @@ with what happened to it), ``judging`` (each level's live verdict), ``record`` (
 (``PlannedShape``, which ticks and delegates to them) and ``protocol`` (``JudgedShape``: what the tool calls on one).
 Example: ``locust -f locustfile.py,shapes/step_spike.py --etcd-user-rate 10``.
 """
+
+from etcd_users.core.features import Feature
+from etcd_users.features.shapes.options import ShapeSettings
+
+FEATURE = Feature("load shapes", ShapeSettings, hooks="hooks:ShapeHooks", docs="shapes.md", etcd_only=False)

@@ -260,9 +260,9 @@ class PlannedShape(LoadTestShape):
             self._judge.finish()
 
     def exit_verdict(self) -> ExitVerdict | None:
-        """The shape's own verdict on the run's exit code (``etcd_users.core.exit_code``), or None. A plan of levels does not
-        fail the run by itself (its ``--etcd-sla`` gates on the whole run do); the capacity search fails it with 3
-        when no level held its gates."""
+        """The shape's own verdict on the run's exit code (``etcd_users.core.exit_code``), or None. A plan of levels
+        does not fail the run by itself (its ``--etcd-sla`` gates on the whole run do); the capacity search fails it
+        with 3 when no level held its gates."""
         return None
 
     def _listen(self) -> None:

@@ -28,9 +28,13 @@ from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.features import option_groups
 from etcd_users.core.run_context import run_context
 from etcd_users.features.gates.sla import Result
+from etcd_users.features.gates.state import GateState
 from etcd_users.features.monitoring.member_figures import member_figures
 from etcd_users.features.monitoring.preflight import MemberReport
+from etcd_users.features.monitoring.state import MembersSeen
+from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.files import AGGREGATED, SECRET_SHOWN, SERVICE, SUFFIXES, SUMMARY_SCHEMA_VERSION
+from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.settings import SettingsError, SummarySettings
 
@@ -268,7 +272,7 @@ class RunSummary(FeatureHooks):
 
     def summary(self, environment, prefix: str | None) -> dict:
         tool = self.tool
-        recorder = tool.recorder
+        recorder = tool.get(LatencyRecorder)
         started = self.started_at if self.started_at is not None else environment.stats.start_time
         ended = self.ended_at if self.ended_at is not None else time.time()
         errors = failures_by_label(
@@ -276,7 +280,7 @@ class RunSummary(FeatureHooks):
             for entry in environment.stats.errors.values()
         )
         context = run_context(environment)  # what the other features left: the members, the gates, the workers lost
-        rows = context.member_rows
+        rows = context.get(MembersSeen).member_rows
         since = started or 0.0
 
         def run_file(kind: str) -> dict | None:
@@ -290,7 +294,7 @@ class RunSummary(FeatureHooks):
             "duration_s": round(ended - started, 3) if started else None,
             "options": options_of(environment.parsed_options, secret_options()),
             "environment": {
-                "cluster": cluster_of(context.preflight),
+                "cluster": cluster_of(context.get(MembersSeen).preflight),
                 "load": {
                     "cores": os.cpu_count(),
                     "processes": self.workers or 1,
@@ -301,7 +305,7 @@ class RunSummary(FeatureHooks):
                 },
             },
             "requests": requests_of(recorder.snapshot(), recorder.first_request, recorder.last_request, errors),
-            "gates": gates_of(context.gate_results),
+            "gates": gates_of(context.get(GateState).results),
             "levels": shape.get("levels") if isinstance(shape, dict) else None,
             "capacity": run_file("capacity"),
             "disruptions": run_file("disruptions"),
@@ -309,7 +313,7 @@ class RunSummary(FeatureHooks):
             "skew": run_file("skew"),
             "staleness": (run_file("audit") or {}).get("staleness") or None,
             "members": member_figures(rows).to_dict() if rows is not None else None,
-            "lost_workers": [lost.to_dict() for lost in context.lost_workers],
-            "watch": context.watch_tally.summary() if context.watch_tally is not None else None,
+            "lost_workers": [lost.to_dict() for lost in context.get(GateState).lost_workers],
+            "watch": context.get(WatchTallies).final.summary() if context.get(WatchTallies).final is not None else None,
             "preparation": preparation_of(tool.feature_hooks),
         }

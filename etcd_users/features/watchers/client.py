@@ -11,10 +11,10 @@ from collections.abc import Callable
 import gevent
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.client import REQUEST_TYPE, EtcdClient
 from etcd_users.core.run_context import run_context
 from etcd_users.features.watchers.state import ProcessWatchers
 from etcd_users.features.watchers.streams import PrefixWatchers
+from etcd_users.features.workload.client import REQUEST_TYPE, EtcdClient
 from etcd_users.keys import prefix_range_end
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import error_label
@@ -46,7 +46,7 @@ class WatcherClient:
         self._watchers: PrefixWatchers | None = None
 
     def run(self, running: Callable[[], bool]) -> None:
-        process = self._context.watchers
+        process = self._context.get(ProcessWatchers)
         latencies = process.start_matching()
         session = self.etcd.session
         while running():
@@ -68,7 +68,7 @@ class WatcherClient:
             latencies.deliver(self._fire_delivery, time.perf_counter())
 
     def stop(self) -> None:
-        process = self._context.watchers
+        process = self._context.get(ProcessWatchers)
         if process.reporter is self:
             process.reporter = None  # another user takes over at its next look
         if self._watchers is not None:

@@ -15,7 +15,7 @@ import gevent
 
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import RunContext, run_context
-from etcd_users.features.watchers.state import ProcessWatchers
+from etcd_users.features.watchers.state import ProcessWatchers, WatchTallies
 from etcd_users.features.watchers.tally import WatchTally
 from etcd_users.latency.client_cpu import cpu_percent, run_queue_wait
 from etcd_users.transport import bridge as bridges
@@ -38,14 +38,14 @@ class WatchersRun(FeatureHooks):
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         context = self.context = run_context(environment)  # a worker reports to its master before any run starts
-        context.live_watch_tally = lambda: self.total(context)
+        context.get(WatchTallies).live = lambda: self.total(context)
 
     def on_test_start(self, environment, **_kwargs) -> None:
         context = self.context = run_context(environment)
         self.reports = {}
         if context.role.is_master:
             return
-        context.watchers = ProcessWatchers()
+        context.put(ProcessWatchers())
         if self._progress is None:
             self._progress = gevent.spawn(self._log_progress, environment, context)
 
@@ -57,7 +57,7 @@ class WatchersRun(FeatureHooks):
         wall, cpu, waited = time.time(), time.process_time(), run_queue_wait()
         while True:
             gevent.sleep(PROGRESS_SECONDS)
-            tally = context.watchers.tally
+            tally = context.get(ProcessWatchers).tally
             now, used, waiting = time.time(), time.process_time(), run_queue_wait()
             fan_out = stats.entries.get(FAN_OUT_ROW)
             seen = tally.events + (fan_out.num_requests if fan_out is not None else 0)
@@ -66,7 +66,7 @@ class WatchersRun(FeatureHooks):
                 demand += cpu_percent(waiting - waited, now - wall) or 0.0
             tally.count_interval(seen > events, demand, lag.seconds())
             if seen > events:  # events came: the transport runs (a run without them never starts one here)
-                lag.probe(context.bridge)
+                lag.probe(bridges.bridge())
             events, wall, cpu, waited = seen, now, used, waiting
             if tally.watchers:
                 logger.info("%s", tally.line())
@@ -79,15 +79,15 @@ class WatchersRun(FeatureHooks):
             self._progress.kill(block=False)
             self._progress = None
         context = run_context(environment)
-        if not context.role.is_master and context.watchers.latencies is not None:
+        if not context.role.is_master and context.get(ProcessWatchers).latencies is not None:
             # the users' cancels are posted to the loop thread: once this runs there, they have added their counts
             try:
-                context.bridge.run(_flushed)
+                bridges.bridge().run(_flushed)
             except Exception:  # a bridge that is closing: the counts are what they are
                 logger.debug("watchers' counts not flushed", exc_info=True)
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
-        watchers = self.context.watchers if self.context is not None else None
+        watchers = self.context.get(ProcessWatchers) if self.context is not None else None
         if watchers is not None and (watchers.latencies is not None or watchers.tally.event_intervals):
             data[REPORT_KEY] = watchers.tally.to_dict()
 
@@ -99,7 +99,7 @@ class WatchersRun(FeatureHooks):
         context = run_context(environment)
         if context.role.is_worker:
             return
-        tally = context.watch_tally = self.total(context)  # for the run's summary
+        tally = context.get(WatchTallies).final = self.total(context)  # for the run's summary
         if tally.watchers or tally.cancelled:
             _console.info("%s", tally.line())
         if tally.client_bound:
@@ -108,7 +108,7 @@ class WatchersRun(FeatureHooks):
     def total(self, context: RunContext) -> WatchTally:
         """The run's tally: the process's own, or on a master its workers' together."""
         if not context.role.is_master:
-            return context.watchers.tally
+            return context.get(ProcessWatchers).tally
         tally = WatchTally()
         for report in self.reports.values():
             tally.add(WatchTally.from_dict(report))

@@ -8,6 +8,8 @@ context (``etcd_users.core.run_context``) and made afresh at each run's start.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from etcd_users.features.kubernetes.layout import WatchLatencies
 from etcd_users.features.watchers.tally import WatchTally
@@ -36,3 +38,12 @@ class ProcessWatchers:
     def is_slow(self, stream: int, fraction: float) -> bool:
         """Stream number ``stream`` of the process is slow: ``fraction`` of the streams, spread evenly."""
         return int((stream + 1) * fraction) > int(stream * fraction)
+
+
+@dataclass
+class WatchTallies:
+    """The watchers' slot on the run's context for the other features: the whole run's tally once the run is judged,
+    and the tally so far (the process's own, or a master's workers' as last reported: the web UI, the exporter)."""
+
+    final: WatchTally | None = None
+    live: Callable[[], WatchTally] = WatchTally

@@ -11,10 +11,10 @@
   every window whose cost is known. A gate is ``WAITING`` until there is something to judge it on: before the run
   starts, while nothing it reads was measured, while its window waits or is measured; once the run is over it is
   judged as the run's verdict judges it;
-- "etcd watchers": the watchers' figures so far (``etcd_users.features.watchers.tally``): watchers, events and their rate,
-  progress notifications, how many revisions behind, cancellations by etcd's reason, whether the client kept up;
-  on a master, its workers' as they last reported them (every 3 s). A watcher-only run (``EtcdWatcherUser``) counts
-  no request, so Locust's own table stays empty: this tab is where it shows;
+- "etcd watchers": the watchers' figures so far (``etcd_users.features.watchers.tally``): watchers, events and their
+  rate, progress notifications, how many revisions behind, cancellations by etcd's reason, whether the client kept up;
+  on a master, its workers' as they last reported them (every 3 s). A watcher-only run (``EtcdWatcherUser``) counts no
+  request, so Locust's own table stays empty: this tab is where it shows;
 - "etcd disruptions": each item of ``--etcd-disrupt``, in the order of its times: waiting, running, done or failed
   (not reached, once the run is over), its members, its line of result and its cost per request name once known,
   from the windows the disruptions leave on the run's context (``etcd_users.core.run_context``).
@@ -27,14 +27,14 @@ The tabs are declared once in ``web_ui.template_args`` (``extended_tabs``, ``ext
 a placeholder, never in clear; a form that sends the placeholder back keeps the value in use.
 
 The start form (``template_args``, rebuilt by Locust on each page load): the ``--etcd-*`` options first, in the order
-of ``etcd_users.core.features.OPTIONS`` (endpoints, target, SLA, …), then the others (the shapes'); choices as drop-downs
-(``etcd_users.core.arguments``); each option's whole help (a little CSS, ``FORM_CSS``: Locust's labels are cut to one
-line with "…"); the class picker (``--class-picker``) ticks ``EtcdPutUser`` alone, on the first form as after *New*,
-and a start with no class ticked is refused rather than run with all of them. An *Edit* of a running test keeps its
-classes. The header shows the endpoints as the host (``etcd_users.core.plugin`` sets it).
+of ``etcd_users.core.features.OPTIONS`` (endpoints, target, SLA, …), then the others (the shapes'); choices as
+drop-downs (``etcd_users.core.arguments``); each option's whole help (a little CSS, ``FORM_CSS``: Locust's labels are
+cut to one line with "…"); the class picker (``--class-picker``) ticks ``EtcdPutUser`` alone, on the first form as after
+*New*, and a start with no class ticked is refused rather than run with all of them. An *Edit* of a running test keeps
+its classes. The header shows the endpoints as the host (``etcd_users.core.plugin`` sets it).
 
-``WebUiTabs`` is the feature's hooks (``etcd_users.core.features``): the tabs are declared at init, on a master or single
-process with a web UI, and start counting afresh with each run.
+``WebUiTabs`` is the feature's hooks (``etcd_users.core.features``): the tabs are declared at init, on a master or
+single process with a web UI, and start counting afresh with each run.
 """
 
 import io
@@ -52,10 +52,15 @@ from etcd_users.core.features import OPTIONS
 from etcd_users.core.run_context import run_context
 from etcd_users.core.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
 from etcd_users.features.disruptions.cost import Cost, describe
+from etcd_users.features.disruptions.state import DisruptionWindows
 from etcd_users.features.gates import disruption_gates, sla
+from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.features.shapes.judged import judged_shape
+from etcd_users.features.target_cluster.cluster import TargetCluster
+from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.features.watchers.tally import WatchTally, percentile
 from etcd_users.features.webui.endpoints_tab import EndpointsTab
+from etcd_users.features.workload.session import ProcessSession
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
@@ -527,7 +532,7 @@ class WebUiTabs(FeatureHooks):
         if web_ui is None or self.tool.run_settings is None:
             return  # no web UI, a worker, or a run without the tool's options
         context = run_context(environment)
-        target = self.tool.target
+        target = self.tool.get(TargetCluster)
 
         def local_members() -> list[tuple[str, str]]:
             local = target.local  # the local etcd, which an add-learner grows; None on endpoints given
@@ -536,12 +541,12 @@ class WebUiTabs(FeatureHooks):
         self.tabs = install(
             environment,
             web_ui,
-            self.tool.recorder,
+            self.tool.get(LatencyRecorder),
             lambda: self.tool.run_settings,
-            lambda: context.alarm,
-            lambda: context.disruption_windows(),
-            lambda: context.live_watch_tally(),
-            EndpointsTab(context.users_pool, local_members),
+            lambda: context.get(MembersSeen).alarm,
+            lambda: context.get(DisruptionWindows).so_far(),
+            lambda: context.get(WatchTallies).live(),
+            EndpointsTab(context.get(ProcessSession).users_pool, local_members),
         )
 
     def on_run_start(self, environment, settings: EtcdSettings) -> None:

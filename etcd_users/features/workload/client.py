@@ -16,10 +16,12 @@ from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.core.run_context import run_context
 from etcd_users.features.audit.notes import ClientNotes
+from etcd_users.features.audit.record import AuditState
+from etcd_users.features.watchers.state import ProcessWatchers
+from etcd_users.features.workload.session import ProcessSession, Session
 from etcd_users.keys import KeySpace, next_page_key
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
 from etcd_users.requests import RANGE_NAMES, mixed_txn, puts, range_read
-from etcd_users.session import Session
 from etcd_users.transport.bridge import CallOutcome
 from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,
@@ -69,14 +71,14 @@ class EtcdClient:
         self._failure = ""  # the error label of the last call that failed
         # the audit's record of the run (made at its start, before the users): each acknowledged write goes in after
         # its response, on this thread, outside the call's timing, and the reads are judged against them
-        self._record = self._context.record
+        self._record = self._context.get(AuditState).record
         self._notes = ClientNotes(self._record) if self._record is not None else None
 
     @property
     def session(self) -> Session:
         """The process's connections, key space and settings (made by the first user that needs them)."""
         if self._session is None:
-            self._session = self._context.session()
+            self._session = self._context.get(ProcessSession).session(self._context.environment)
         return self._session
 
     @property
@@ -102,7 +104,7 @@ class EtcdClient:
         if response is not None:
             if self._notes is not None:
                 self._notes.put(key, response.header.revision, self._acknowledged)
-            watchers = self._context.watchers
+            watchers = self._context.get(ProcessWatchers)
             watching = watchers.latencies
             if watching is not None:  # this process's watchers' events of this put are timed from its acknowledgement
                 watchers.local_writes = True
