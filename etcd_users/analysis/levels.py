@@ -44,9 +44,9 @@ from etcd_users.analysis.measure import EXACT, LOCUST, RunMeasurement, request_n
 from etcd_users.analysis.server import MB, member_series
 from etcd_users.analysis.timeseries import Timeline
 from etcd_users.features.gates.level_verdicts import KEEP_UP  # the rule the live verdicts apply during the run
+from etcd_users.features.gates.options import LATENCY_UNITS, Gate, SlaError, parse_gates, request_gates
 from etcd_users.features.gates.sla import Measurements, evaluate
 from etcd_users.files import AGGREGATED, INTENDED, SERVICE, tag_text
-from etcd_users.settings import LATENCY_UNITS, Gate, SlaError, parse_gates, request_gates
 
 TOP_ERRORS = 3
 

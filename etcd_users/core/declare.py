@@ -47,6 +47,9 @@ class OptionGroup:
     TITLE: ClassVar[str]
     DESCRIPTION: ClassVar[str]
     REFERENCE: ClassVar[str] = ""  # Markdown the option reference adds after the group's table
+    # the group's settings on the run's (``settings.SLICE``, e.g. ``settings.audit``); "" for the groups every request
+    # reads, which the run's settings hold flat (the connection, the workload), and for those outside them (shapes)
+    SLICE: ClassVar[str] = ""
 
     @classmethod
     def options(cls) -> tuple[Option, ...]:
@@ -63,6 +66,11 @@ class OptionGroup:
     def build(cls: type[Group], values: dict[str, Any], namespace: argparse.Namespace, **context) -> Group:
         """The settings from their parsed values; a group whose fields depend on each other checks them here."""
         return cls(**values)
+
+    @classmethod
+    def check_run(cls, settings) -> None:
+        """What the group refuses in the run's whole settings (another feature's options with its own); raises
+        ``SettingsError`` in one line. Called once every group is built, in the features' order."""
 
     @classmethod
     def read_one(cls, namespace: argparse.Namespace, name: str) -> Any:

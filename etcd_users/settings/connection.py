@@ -78,6 +78,12 @@ def _endpoints(_flag: str, text: str) -> tuple[Endpoint, ...]:
     return tuple(parse_endpoints(text))
 
 
+# etcd refuses a request whose raft entry (the request, a header with its ID and user name) exceeds its
+# --max-request-bytes: an object and its key fit with this much to spare
+REQUEST_OVERHEAD_BYTES = 512
+RAISE_LIMIT = "or raise etcd's --max-request-bytes on every member and --etcd-max-request-bytes here to match"
+
+
 def _max_request_bytes(flag: str, value: int) -> int:
     positive(flag, value)
     if value > CLIENT_MAX_SEND_BYTES:

@@ -1,117 +1,75 @@
-"""The settings of a run: the connection and the workload, every request reads them, and each feature's slice."""
+"""The settings of a run: flat where every request reads (the connection and the workload), and a slice for each
+feature with options of its own (``settings.audit``, ``settings.gates``), built from the features' own groups
+(``etcd_users.core.features``) in their order."""
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from etcd_users.core.arguments import shown
-from etcd_users.core.declare import SettingsError
-from etcd_users.settings.audit import AuditSettings
-from etcd_users.settings.connection import ConnectionSettings
-from etcd_users.settings.disruption_actions import ADD_LEARNER
-from etcd_users.settings.disruptions import DisruptionSettings
-from etcd_users.settings.exporter import ExporterSettings
-from etcd_users.settings.gates import GateSettings
-from etcd_users.settings.kubernetes import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, KubeSettings
-from etcd_users.settings.monitoring import MonitoringSettings
-from etcd_users.settings.network import check_zones, example_zones, timing_ms
-from etcd_users.settings.summary import SummarySettings
-from etcd_users.settings.watch import WatchSettings
+from etcd_users.core.declare import OptionGroup, SettingsError
+from etcd_users.core.features import features
+from etcd_users.settings.connection import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES, ConnectionSettings
+from etcd_users.settings.network import check_zones, timing_ms
 from etcd_users.settings.workload import WorkloadSettings
 
 # each further put of a txn adds this much to etcd's raft entry
 TXN_OP_OVERHEAD_BYTES = 16
 
 
+def slice_groups() -> tuple[type[OptionGroup], ...]:
+    """The features' groups that are a slice of the run's settings, in the features' order."""
+    return tuple(feature.options for feature in features() if feature.options is not None and feature.options.SLICE)
+
+
 @dataclass(frozen=True, kw_only=True)
 class EtcdSettings(ConnectionSettings, WorkloadSettings):
-    """Flat where the request path reads (connection and workload), a slice for each other feature."""
+    """Flat where the request path reads (connection and workload), a slice for each other feature: ``slices`` by
+    their ``SLICE`` name, each also an attribute (``settings.gates``)."""
 
-    gates: GateSettings
-    monitoring: MonitoringSettings
-    exporter: ExporterSettings
-    k8s: KubeSettings
-    disruptions: DisruptionSettings
-    summary: SummarySettings
-    watch: WatchSettings
-    audit: AuditSettings
+    slices: dict[str, OptionGroup] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, value in self.slices.items():  # plain attributes: no look-up cost where a request reads one
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str):
+        raise AttributeError(f"the run's settings have no {name!r}: no feature's options have that SLICE")
+
+    def with_slice(self, value: OptionGroup) -> "EtcdSettings":
+        """These settings with one feature's slice replaced."""
+        return replace(self, slices={**self.slices, type(value).SLICE: value})
 
     @classmethod
     def build(cls, values, namespace, **context):
-        settings = cls(
-            **values,
-            gates=GateSettings.from_options(namespace),
-            monitoring=MonitoringSettings.from_options(namespace, endpoints=values["endpoints"]),
-            exporter=ExporterSettings.from_options(namespace),
-            k8s=KubeSettings.from_options(
-                namespace, prefix=values["prefix"], max_request_bytes=values["max_request_bytes"]
-            ),
-            disruptions=DisruptionSettings.from_options(namespace),
-            summary=SummarySettings.from_options(namespace),
-            watch=WatchSettings.from_options(namespace),
-            audit=AuditSettings.from_options(namespace),
-        )
+        slices = {group.SLICE: group.from_options(namespace, **values) for group in slice_groups()}
+        settings = cls(**values, slices=slices)
         settings.check_keys()
         timing_ms(settings.local_heartbeat, settings.local_election)
-        _check_zones(settings)
+        if not (settings.local_zones and settings.endpoints):  # those of --etcd-endpoints: target_cluster refuses
+            check_zones(settings.local_zones, settings.local_zone_rtt, settings.local_peer_rtt, settings.local_members)
         _check_request_sizes(settings)
-        _check_disruption_gates(settings)
-        _check_watch_keys(settings)
-        _check_member_gates(settings)
+        for group in slice_groups():
+            group.check_run(settings)
         return settings.with_credentials()
 
 
+_parsed: tuple[tuple, EtcdSettings] | None = None
+
+
 def settings_from_options(options: argparse.Namespace) -> EtcdSettings:
-    """Validate the parsed ``--etcd-*`` options (also as the web UI sends them) into settings.
+    """Validate the parsed ``--etcd-*`` options (also as the web UI sends them) into settings: the one place a
+    process parses them, once for each set of options (the master's checks, a worker's run, the users' session
+    and the audit share one).
 
     Each value is checked for what it means, not only for its type: finite numbers, sizes that fit in one etcd
     request, lists without empty entries, URLs that parse, PEM files that OpenSSL loads, and a prefix that is a
     directory. Bad input is one line (``SettingsError``) that names the option, quotes long input shortened.
     """
-    return EtcdSettings.from_options(options)
-
-
-def _check_zones(settings: EtcdSettings) -> None:
-    """Zones of the local etcd (those given with --etcd-endpoints are refused where the endpoints are known:
-    ``target_cluster``), and the zone a member added joins, which needs them."""
-    if settings.local_zones and settings.endpoints:
-        return
-    zones, zone_rtt, peer_rtt = settings.local_zones, settings.local_zone_rtt, settings.local_peer_rtt
-    check_zones(zones, zone_rtt, peer_rtt, settings.local_members)
-    zoned = next((d for d in settings.disruptions.schedule if d.action == ADD_LEARNER and d.value), None)
-    if zoned is not None and not zones and not settings.endpoints:
-        raise SettingsError(
-            f"--etcd-disrupt: {shown(zoned.text)} puts the new member in zone {zoned.value}, and the local etcd has no "
-            f"zones; give --etcd-local-zones (e.g. {example_zones(settings.local_members)}) or leave out "
-            f"={zoned.value}"
-        )
-
-
-def _check_disruption_gates(settings: EtcdSettings) -> None:
-    """A ``disrupt:`` gate judges the windows of ``--etcd-disrupt``: without a schedule it could never pass."""
-    gate = next((gate for gate in settings.gates.sla if gate.disrupt), None)
-    if gate is not None and not settings.disruptions.schedule:
-        raise SettingsError(
-            f"--etcd-sla: {shown(gate.text)} judges each disruption, and --etcd-disrupt schedules none; add one such "
-            "as --etcd-disrupt defrag:leader@60s, or drop the gate"
-        )
-
-
-def _check_watch_keys(settings: EtcdSettings) -> None:
-    if settings.watch.keys > settings.key_space_size:
-        raise SettingsError(
-            f"--etcd-watch-keys: {shown(settings.watch.keys)} keys are more than the key space's "
-            f"{settings.key_space_size} (--etcd-key-space-size); give at most that, or 0 for the whole prefix"
-        )
-
-
-def _check_member_gates(settings: EtcdSettings) -> None:
-    """A ``member:`` gate reads the members' /metrics as polled during the run: without polling it has nothing."""
-    gate = next((gate for gate in settings.gates.sla if gate.member), None)
-    if gate is not None and settings.monitoring.metrics_interval <= 0:
-        raise SettingsError(
-            f"--etcd-sla: {shown(gate.text)} judges the members' /metrics, and --etcd-metrics-interval 0 polls none; "
-            "give an interval such as --etcd-metrics-interval 5, or drop the gate"
-        )
+    global _parsed
+    key = tuple(sorted((name, repr(value)) for name, value in vars(options).items() if name.startswith("etcd_")))
+    if _parsed is None or _parsed[0] != key:
+        _parsed = (key, EtcdSettings.from_options(options))
+    return _parsed[1]
 
 
 def _check_request_sizes(settings: EtcdSettings) -> None:

@@ -5,9 +5,16 @@ import argparse
 
 import pytest
 
-from etcd_users.settings import DisruptionSettings, SettingsError
-from etcd_users.settings.disruption_commands import check_commands, parse_commands
-from etcd_users.settings.disruption_schedule import Disruption, ScheduleError, check_allowed, parse_item, parse_schedule
+from etcd_users.features.disruptions.command_match import check_commands, parse_commands
+from etcd_users.features.disruptions.options import DisruptionSettings
+from etcd_users.features.disruptions.schedule import (
+    Disruption,
+    ScheduleError,
+    check_allowed,
+    parse_item,
+    parse_schedule,
+)
+from etcd_users.settings import SettingsError
 
 FLAG = "--etcd-disrupt-command"
 URL = "http://127.0.0.1:2379"

@@ -11,7 +11,13 @@ from etcd3.etcdrpc import rpc_pb2
 from etcd_users.features.disruptions.cluster_api import initial_cluster
 from etcd_users.features.disruptions.cluster_api import passes as passes_on
 from etcd_users.features.disruptions.replace import _said
-from etcd_users.settings.disruption_schedule import Disruption, ScheduleError, check_allowed, parse_item, parse_schedule
+from etcd_users.features.disruptions.schedule import (
+    Disruption,
+    ScheduleError,
+    check_allowed,
+    parse_item,
+    parse_schedule,
+)
 from etcd_users.transport import learners
 
 URL_A, URL_B, URL_C = "http://127.0.0.1:2379", "http://127.0.0.1:22379", "http://127.0.0.1:32379"

@@ -1,4 +1,4 @@
-"""The grammar of ``--etcd-disrupt`` (``etcd_users.settings.disruption_schedule``): good items parse to exact records,
+"""The grammar of ``--etcd-disrupt`` (``etcd_users.features.disruptions.schedule``): good items parse to exact records,
 each bad one is refused in one line that names the option, quotes the item and shows the expected form."""
 
 import argparse
@@ -6,10 +6,9 @@ import argparse
 import pytest
 
 from etcd_users.core.features import OPTIONS
-from etcd_users.round_trip import PeerRtt
-from etcd_users.settings import DisruptionSettings, SettingsError
-from etcd_users.settings.disruption_actions import ACTIONS, NONE, REQUIRED
-from etcd_users.settings.disruption_schedule import (
+from etcd_users.features.disruptions.action_table import ACTIONS, NONE, REQUIRED
+from etcd_users.features.disruptions.options import DisruptionSettings
+from etcd_users.features.disruptions.schedule import (
     Disruption,
     ScheduleError,
     check_allowed,
@@ -17,6 +16,8 @@ from etcd_users.settings.disruption_schedule import (
     parse_schedule,
     parse_seconds,
 )
+from etcd_users.round_trip import PeerRtt
+from etcd_users.settings import SettingsError
 
 URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
 

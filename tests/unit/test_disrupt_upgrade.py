@@ -7,18 +7,19 @@ import stat
 
 import pytest
 
-from etcd_users.features.target_cluster.cluster import TargetCluster, choose_upgrade_binary
-from etcd_users.local import ClusterError, EtcdBinary
-from etcd_users.local import binary as binaries
-from etcd_users.local.logs import log_size, start_reason
-from etcd_users.settings import DisruptionSettings, SettingsError
-from etcd_users.settings.disruption_schedule import (
+from etcd_users.features.disruptions.options import DisruptionSettings
+from etcd_users.features.disruptions.schedule import (
     Disruption,
     ScheduleError,
     check_upgrades,
     parse_item,
     parse_schedule,
 )
+from etcd_users.features.target_cluster.cluster import TargetCluster, choose_upgrade_binary
+from etcd_users.local import ClusterError, EtcdBinary
+from etcd_users.local import binary as binaries
+from etcd_users.local.logs import log_size, start_reason
+from etcd_users.settings import SettingsError
 
 FLAG = "--etcd-upgrade-binary"
 FOUND = [

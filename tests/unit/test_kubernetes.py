@@ -23,9 +23,15 @@ from etcd_users.features.kubernetes.layout import (
     pages,
     spread_schedule,
 )
+from etcd_users.features.kubernetes.options import (
+    K8S_READS,
+    K8S_WRITES,
+    KubeSettings,
+    parse_k8s_object_size,
+    parse_k8s_objects,
+)
 from etcd_users.features.kubernetes.run import may_compact, wanted_keys
-from etcd_users.settings import KubeSettings, SettingsError, settings_from_options
-from etcd_users.settings.kubernetes import K8S_READS, K8S_WRITES, parse_k8s_object_size, parse_k8s_objects
+from etcd_users.settings import SettingsError, settings_from_options
 
 
 def options(**overrides) -> argparse.Namespace:

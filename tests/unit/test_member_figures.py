@@ -3,10 +3,9 @@
 import pytest
 
 from etcd_users.features.gates.member_gates import judge_gate
+from etcd_users.features.gates.options import READY_SETS, SlaError, member_gates, parse_gate, parse_gates, request_gates
 from etcd_users.features.monitoring.buckets import format_buckets, parse_buckets
 from etcd_users.features.monitoring.member_figures import member_figures, window_counters
-from etcd_users.settings import SlaError, member_gates, parse_gate, parse_gates, request_gates
-from etcd_users.settings.gates import READY_SETS
 
 INF = float("inf")
 M1, M2 = "http://m1:2379", "http://m2:2379"

@@ -17,11 +17,11 @@ import pytest
 from etcd_users.features.disruptions import partition
 from etcd_users.features.disruptions.actions import ActionError, Done, agreed_leader, leader_of, resolve_pair
 from etcd_users.features.disruptions.partition import leadership
+from etcd_users.features.disruptions.schedule import parse_item
 from etcd_users.local import ClusterError, peer_proxy
 from etcd_users.local.peer_links import PROXY_SCRIPT, PeerLinks
 from etcd_users.local.peer_proxy import PeerProxy, _diagnosed_inode, _socket_inode, dialing_link
 from etcd_users.settings import Endpoint, SettingsError
-from etcd_users.settings.disruption_schedule import parse_item
 from etcd_users.settings.network import PeerRtt, parse_peer_rtt, timing_ms, timing_warnings
 from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import MemberStatus

@@ -6,8 +6,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from etcd_users.features.gates import junit, step_summary
+from etcd_users.features.gates.options import parse_gate
 from etcd_users.features.gates.sla import Result
-from etcd_users.settings import SettingsError, parse_gate
+from etcd_users.settings import SettingsError
 
 P99, ERRORS, QPS = parse_gate("put:p99<15ms"), parse_gate("errors<0.1%"), parse_gate("qps>1000")
 # the levels of a shape's record, as PlannedShape.shape_record() gives them with per-level verdicts

@@ -12,7 +12,7 @@ from etcd_users.features.audit.reads import EVIDENCE_KEPT, ReadChecks, ReadCount
 from etcd_users.features.audit.staleness import Staleness
 from etcd_users.features.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
 from etcd_users.features.gates import stale_gates
-from etcd_users.settings import SlaError, parse_gates, request_gates
+from etcd_users.features.gates.options import SlaError, parse_gates, request_gates
 
 MEMBER = "127.0.0.1:2379"
 NAME = "range/linearizable"

@@ -12,24 +12,21 @@ from cryptography.hazmat.primitives import serialization
 
 from etcd_users.core.arguments import shown
 from etcd_users.core.features import OPTIONS
+from etcd_users.features.gates.options import Gate, SlaError, parse_gate, parse_gates
+from etcd_users.features.kubernetes.options import REQUEST_OVERHEAD_BYTES
 from etcd_users.features.monitoring.server_metrics import member_urls
 from etcd_users.keys import next_page_key
 from etcd_users.settings import (
     DEFAULT_PREFIX,
     Credentials,
     Endpoint,
-    Gate,
     SettingsError,
-    SlaError,
     parse_endpoints,
-    parse_gate,
-    parse_gates,
     parse_prefix,
     settings_from_options,
 )
 from etcd_users.settings.connection import PEM_MAX_BYTES
 from etcd_users.settings.etcd import TXN_OP_OVERHEAD_BYTES
-from etcd_users.settings.kubernetes import REQUEST_OVERHEAD_BYTES
 from etcd_users.settings.workload import MIX_OPERATIONS, parse_mix
 
 HTTPS = "https://10.0.0.1:2379"

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 from etcd_users.core.features import OPTIONS
 from etcd_users.features.gates import disruption_gates
+from etcd_users.features.gates.options import parse_gates
 from etcd_users.features.watchers.tally import WatchTally
 from etcd_users.features.webui.tabs import (
     DISRUPTIONS_HINT,
@@ -29,7 +30,7 @@ from etcd_users.features.webui.tabs import (
 )
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
-from etcd_users.settings import parse_gates, settings_from_options
+from etcd_users.settings import settings_from_options
 
 
 def test_latencies_show_three_decimals_and_an_empty_sla_tab_says_how_to_add_gates():

@@ -3,6 +3,6 @@ writes read back (``ledger``, ``readback``), the watch streams' counts (``etcd_u
 judged on the master or single process (``verdict``) and wired into the run (``run``)."""
 
 from etcd_users.core.features import Feature
-from etcd_users.settings import AuditSettings
+from etcd_users.features.audit.options import AuditSettings
 
 FEATURE = Feature("audit", AuditSettings, hooks="run:AuditRun", docs="audit.md")

@@ -26,6 +26,7 @@ from etcd_users.features.audit import evidence as evidence_files
 from etcd_users.features.audit.divergence import keys_held_differently
 from etcd_users.features.audit.hashkv import hash_members
 from etcd_users.features.audit.ledger import KeyCounts, Ledger
+from etcd_users.features.audit.options import AuditSettings
 from etcd_users.features.audit.readback import read_back
 from etcd_users.features.audit.record import AuditState, RunRecord
 from etcd_users.features.audit.staleness import MemberStaleness, Staleness
@@ -34,7 +35,7 @@ from etcd_users.features.gates import junit
 from etcd_users.features.target_cluster.cluster import TargetCluster, with_probe
 from etcd_users.features.workload.session import ProcessSession
 from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
-from etcd_users.settings import AuditSettings, SettingsError, settings_from_options
+from etcd_users.settings import SettingsError, settings_from_options
 from etcd_users.transport.errors import EndpointError, error_detail
 
 logger = logging.getLogger(__name__)

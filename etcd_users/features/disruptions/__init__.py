@@ -2,6 +2,6 @@
 the cost of each disruption to the requests."""
 
 from etcd_users.core.features import Feature
-from etcd_users.settings import DisruptionSettings
+from etcd_users.features.disruptions.options import DisruptionSettings
 
 FEATURE = Feature("disruptions", DisruptionSettings, hooks="runner:Disruptions", docs="disruptions.md")

@@ -18,7 +18,7 @@ import gevent
 from gevent import subprocess
 
 from etcd_users.features.disruptions.actions import ActionError, Done
-from etcd_users.settings.disruption_schedule import Disruption
+from etcd_users.features.disruptions.schedule import Disruption
 
 STOP_GRACE_S = 5.0  # from SIGTERM to SIGKILL
 TAIL_LINES = 5  # the last lines of output a window keeps

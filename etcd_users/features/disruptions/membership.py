@@ -30,8 +30,8 @@ from etcd_users.features.disruptions.cluster_api import (
     until_done,
 )
 from etcd_users.features.disruptions.member_steps import Refused, said_times, start_on
+from etcd_users.features.disruptions.schedule import Disruption
 from etcd_users.local import LocalCluster
-from etcd_users.settings.disruption_schedule import Disruption
 from etcd_users.transport import learners
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import MemberStatus

@@ -35,8 +35,10 @@ from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.disruptions import cost as costs
 from etcd_users.features.disruptions import span
+from etcd_users.features.disruptions.action_table import ACTIONS, ADD_LEARNER
 from etcd_users.features.disruptions.actions import ActionError, Done, member_statuses
 from etcd_users.features.disruptions.membership import remove_learners_left
+from etcd_users.features.disruptions.schedule import Disruption, ScheduleError, check_allowed
 from etcd_users.features.disruptions.state import DisruptionWindows
 from etcd_users.features.monitoring.member_figures import Figure, window_counters
 from etcd_users.features.monitoring.state import MembersSeen
@@ -46,8 +48,6 @@ from etcd_users.latency.recent import RecentSeconds
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.timeline import Timeline
 from etcd_users.settings import EtcdSettings
-from etcd_users.settings.disruption_actions import ACTIONS, ADD_LEARNER
-from etcd_users.settings.disruption_schedule import Disruption, ScheduleError, check_allowed
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.probe import Probe
 

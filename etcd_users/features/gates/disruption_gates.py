@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from etcd_users.features.gates.options import LATENCY_UNITS, OPERATORS, Gate
 from etcd_users.features.gates.sla import DECIMALS, Result
-from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate
 
 _PERCENTILE_KEYS = {99.0: "p99_ms", 99.9: "p999_ms"}
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from etcd_users.features.gates.options import LATENCY_UNITS, MEMBER_METRICS, OPERATORS, Gate
 from etcd_users.features.gates.sla import DECIMALS, Result
 from etcd_users.features.monitoring.member_figures import MemberFigures
-from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate
-from etcd_users.settings.gates import MEMBER_METRICS
 
 
 def judge(gates: Sequence[Gate], figures: MemberFigures) -> list[Result]:

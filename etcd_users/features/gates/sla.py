@@ -31,10 +31,9 @@ from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
 from etcd_users.core.exit_code import SLA_EXIT_CODE, ExitVerdict
+from etcd_users.features.gates.options import DISRUPT, LATENCY_UNITS, OPERATORS, Gate, request_gates
 from etcd_users.features.monitoring.lost_workers import WORKERS
 from etcd_users.files import AGGREGATED, SERVICE
-from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate, request_gates
-from etcd_users.settings.gates import DISRUPT
 
 if TYPE_CHECKING:
     from etcd_users.latency.recorder import LatencyRecorder

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 
 from etcd_users import hdr
 from etcd_users.features.audit.staleness import MemberStaleness
+from etcd_users.features.gates.options import LATENCY_UNITS, OPERATORS, STALE_REVISIONS, Gate
 from etcd_users.features.gates.sla import DECIMALS, Result
-from etcd_users.settings import LATENCY_UNITS, OPERATORS, Gate
-from etcd_users.settings.gates import STALE_REVISIONS
 
 
 def judge(gates: Sequence[Gate], members: dict[str, MemberStaleness]) -> list[Result]:

@@ -13,11 +13,11 @@ import logging
 import os
 from collections.abc import Sequence
 
+from etcd_users.features.gates.options import Gate
 from etcd_users.features.gates.sla import Result
 from etcd_users.features.latency.end_of_run import COLUMNS, TITLE, table_cells
 from etcd_users.files import AGGREGATED
 from etcd_users.latency.store import LatencyRow
-from etcd_users.settings import Gate
 
 logger = logging.getLogger(__name__)
 

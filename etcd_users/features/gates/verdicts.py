@@ -15,12 +15,13 @@ from etcd_users.core.exit_code import ExitVerdict
 from etcd_users.features.audit.staleness import MemberStaleness
 from etcd_users.features.gates import disruption_gates as disruptions
 from etcd_users.features.gates import junit, member_gates, sla, stale_gates, step_summary
+from etcd_users.features.gates.options import disruption_gates, request_gates
+from etcd_users.features.gates.options import member_gates as on_members
+from etcd_users.features.gates.options import stale_gates as on_staleness
 from etcd_users.features.monitoring.member_figures import member_figures
 from etcd_users.features.shapes.judged import JudgedShape
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.settings import EtcdSettings, disruption_gates, request_gates
-from etcd_users.settings import member_gates as on_members
-from etcd_users.settings import stale_gates as on_staleness
+from etcd_users.settings import EtcdSettings
 
 
 class GateVerdicts:

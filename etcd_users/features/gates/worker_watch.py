@@ -17,11 +17,11 @@ import gevent
 
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
+from etcd_users.features.gates.options import Gate
 from etcd_users.features.gates.sla import Result
 from etcd_users.features.gates.state import GateState
 from etcd_users.features.monitoring import lost_workers
 from etcd_users.features.monitoring.lost_workers import WORKERS, LostWorker
-from etcd_users.settings import Gate
 
 logger = logging.getLogger(__name__)
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary

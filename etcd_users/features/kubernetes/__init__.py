@@ -3,6 +3,6 @@
 """
 
 from etcd_users.core.features import Feature
-from etcd_users.settings import KubeSettings
+from etcd_users.features.kubernetes.options import KubeSettings
 
 FEATURE = Feature("Kubernetes-shaped traffic", KubeSettings, hooks="run:KubernetesRun", docs="workloads.md")

@@ -210,7 +210,7 @@ class KubernetesRun(FeatureHooks):
         if may_compact(settings, local):
             interval = settings.k8s.compact_interval
             self.compactor = compaction.Compactor(
-                replace(settings, monitoring=replace(settings.monitoring, compact_interval=interval))
+                settings.with_slice(replace(settings.monitoring, compact_interval=interval))
             )
             self.compactor.start()
             logger.info(

@@ -12,6 +12,6 @@ The hooks that start them are ``etcd_users.features.monitoring.hooks`` and ``etc
 """
 
 from etcd_users.core.features import Feature
-from etcd_users.settings import MonitoringSettings
+from etcd_users.features.monitoring.options import MonitoringSettings
 
 FEATURE = Feature("monitoring of the members", MonitoringSettings, hooks="hooks:MembersWatch", docs="faults.md")

@@ -20,9 +20,9 @@ from collections.abc import Callable
 import gevent
 
 from etcd_users.features.gates.level_verdicts import LevelVerdict, judge_level, window_measurements
+from etcd_users.features.gates.options import Gate, SlaError, member_gates, parse_gates, request_gates
 from etcd_users.features.monitoring.member_figures import member_figures
 from etcd_users.latency.recorder import LatencyRecorder
-from etcd_users.settings import Gate, SlaError, member_gates, parse_gates, request_gates
 
 logger = logging.getLogger(__name__)
 

@@ -32,11 +32,12 @@ from etcd_users.features.gates.state import GateState
 from etcd_users.features.monitoring.member_figures import member_figures
 from etcd_users.features.monitoring.preflight import MemberReport
 from etcd_users.features.monitoring.state import MembersSeen
+from etcd_users.features.summary.options import SummarySettings
 from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.files import AGGREGATED, SECRET_SHOWN, SERVICE, SUFFIXES, SUMMARY_SCHEMA_VERSION
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
-from etcd_users.settings import SettingsError, SummarySettings
+from etcd_users.settings import SettingsError
 
 logger = logging.getLogger(__name__)
 

@@ -8,9 +8,10 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 from etcd_users import open_files
 from etcd_users.core.user_classes import no_class_message, no_class_named
 from etcd_users.features.gates import junit
+from etcd_users.features.gates.options import GateSettings
 from etcd_users.features.shapes.judged import judged_shape
 from etcd_users.features.target_cluster.cluster import TargetCluster, check_prefix_free
-from etcd_users.settings import EtcdSettings, GateSettings, SettingsError
+from etcd_users.settings import EtcdSettings, SettingsError
 
 
 def checked_settings(environment, target: TargetCluster, open_files_limit: int) -> EtcdSettings:

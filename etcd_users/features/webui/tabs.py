@@ -54,6 +54,7 @@ from etcd_users.core.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
 from etcd_users.features.disruptions.cost import Cost, describe
 from etcd_users.features.disruptions.state import DisruptionWindows
 from etcd_users.features.gates import disruption_gates, sla
+from etcd_users.features.gates.options import Gate
 from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.features.shapes.judged import judged_shape
 from etcd_users.features.target_cluster.cluster import TargetCluster
@@ -64,7 +65,7 @@ from etcd_users.features.workload.session import ProcessSession
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
-from etcd_users.settings import EtcdSettings, Gate
+from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger(__name__)
 

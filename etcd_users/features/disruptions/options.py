@@ -2,9 +2,9 @@
 
 from dataclasses import dataclass
 
+from etcd_users.core.arguments import shown
 from etcd_users.core.declare import OptionGroup, SettingsError, option, switch
-from etcd_users.settings.connection import local_binary_form_error
-from etcd_users.settings.disruption_actions import (
+from etcd_users.features.disruptions.action_table import (
     ACTIONS,
     ADD_LEARNER,
     MEMBERSHIP_ACTIONS,
@@ -14,8 +14,8 @@ from etcd_users.settings.disruption_actions import (
     names,
     said,
 )
-from etcd_users.settings.disruption_commands import check_commands, parse_commands
-from etcd_users.settings.disruption_schedule import (
+from etcd_users.features.disruptions.command_match import check_commands, parse_commands
+from etcd_users.features.disruptions.schedule import (
     ALLOWED_FLAG,
     COMMAND_FLAG,
     EXAMPLE,
@@ -25,6 +25,8 @@ from etcd_users.settings.disruption_schedule import (
     check_upgrades,
     parse_schedule,
 )
+from etcd_users.settings.connection import local_binary_form_error
+from etcd_users.settings.network import example_zones
 
 
 def _schedule(flag: str, text: str) -> tuple[Disruption, ...]:
@@ -57,6 +59,7 @@ class DisruptionSettings(OptionGroup):
         "Defragment, move the leader, snapshot, compact, kill, freeze, upgrade or roll back members, add, promote or "
         "remove members, or run commands of your own, at set times during the run"
     )
+    SLICE = "disruptions"
     REFERENCE = f"The actions of `{FLAG}`:\n\n{markdown_table()}"
 
     schedule: tuple[Disruption, ...] = option(
@@ -126,3 +129,14 @@ class DisruptionSettings(OptionGroup):
     def items(self) -> tuple[str, ...]:
         """The schedule's items in the order the runner does them (by time), as their windows name them."""
         return tuple(disruption.text for disruption in sorted(self.schedule, key=lambda d: d.at))
+
+    @classmethod
+    def check_run(cls, settings) -> None:
+        """The zone a member added joins needs the local etcd's zones (a cluster of one's own has none here)."""
+        zoned = next((d for d in settings.disruptions.schedule if d.action == ADD_LEARNER and d.value), None)
+        if zoned is not None and not settings.local_zones and not settings.endpoints:
+            raise SettingsError(
+                f"--etcd-disrupt: {shown(zoned.text)} puts the new member in zone {zoned.value}, and the local etcd "
+                f"has no zones; give --etcd-local-zones (e.g. {example_zones(settings.local_members)}) or leave out "
+                f"={zoned.value}"
+            )

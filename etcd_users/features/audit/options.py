@@ -10,6 +10,7 @@ from etcd_users.core.declare import OptionGroup, option, positive, switch
 class AuditSettings(OptionGroup):
     TITLE = "etcd audit"
     DESCRIPTION = "What the run wrote, checked at its end: members' HashKV, acknowledged writes, watch streams"
+    SLICE = "audit"
 
     skip: bool = option(
         "--etcd-skip-audit",

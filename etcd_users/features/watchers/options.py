@@ -31,6 +31,7 @@ def _fraction(flag: str, value: float) -> float:
 class WatchSettings(OptionGroup):
     TITLE = "etcd watchers"
     DESCRIPTION = "What EtcdWatcherUser's watchers watch, from which revision, and how slowly some of them read"
+    SLICE = "watch"
 
     keys: int = option(
         "--etcd-watch-keys",
@@ -68,3 +69,11 @@ class WatchSettings(OptionGroup):
         "its reading).",
         parse=_fraction,
     )
+
+    @classmethod
+    def check_run(cls, settings) -> None:
+        if settings.watch.keys > settings.key_space_size:
+            raise SettingsError(
+                f"--etcd-watch-keys: {shown(settings.watch.keys)} keys are more than the key space's "
+                f"{settings.key_space_size} (--etcd-key-space-size); give at most that, or 0 for the whole prefix"
+            )

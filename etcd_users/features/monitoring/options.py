@@ -33,6 +33,7 @@ def _metrics_urls(flag: str, text: str) -> tuple[str, ...]:
 class MonitoringSettings(OptionGroup):
     TITLE = "etcd monitoring"
     DESCRIPTION = "The members' metrics, the start-up check, compaction and the profiles at a breach"
+    SLICE = "monitoring"
 
     metrics_urls: tuple[str, ...] = option(
         "--etcd-metrics-urls",

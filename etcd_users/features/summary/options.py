@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from etcd_users.core.declare import OptionGroup, option
-from etcd_users.settings.gates import parse_report_path
+from etcd_users.features.gates.options import parse_report_path
 
 
 def _perfdash(flag: str, path: str) -> str:
@@ -16,6 +16,7 @@ def _perfdash(flag: str, path: str) -> str:
 class SummarySettings(OptionGroup):
     TITLE = "etcd run summary"
     DESCRIPTION = "The run in one file (PREFIX_summary.json with --csv PREFIX) and in perfdash's format"
+    SLICE = "summary"
 
     perfdash: str = option(
         "--etcd-perfdash",

@@ -16,8 +16,7 @@ import re
 from typing import NamedTuple
 
 from etcd_users.core.arguments import shown
-from etcd_users.round_trip import PeerRtt, parse_round_trip
-from etcd_users.settings.disruption_actions import (
+from etcd_users.features.disruptions.action_table import (
     ACTIONS,
     ALLOWED_FLAG,
     ARROW,
@@ -35,6 +34,7 @@ from etcd_users.settings.disruption_actions import (
     said,
     with_duration,
 )
+from etcd_users.round_trip import PeerRtt, parse_round_trip
 from etcd_users.settings.network import ZONE_NAME
 
 FLAG = "--etcd-disrupt"

@@ -27,6 +27,7 @@ def _window(flag: str, value: int) -> int:
 class ExporterSettings(OptionGroup):
     TITLE = "etcd exporter"
     DESCRIPTION = "The run's live metrics for Prometheus"
+    SLICE = "exporter"
 
     port: int = option(
         "--etcd-prometheus-port",

@@ -321,6 +321,7 @@ def _junit(_flag: str, path: str) -> str:
 class GateSettings(OptionGroup):
     TITLE = "etcd gates"
     DESCRIPTION = "Thresholds the run is judged by, and their report for CI"
+    SLICE = "gates"
 
     sla: tuple[Gate, ...] = option(
         "--etcd-sla",
@@ -342,3 +343,20 @@ class GateSettings(OptionGroup):
         "for CI test reports; the file is written whether gates fail or not. Empty: none.",
         parse=_junit,
     )
+
+    @classmethod
+    def check_run(cls, settings) -> None:
+        # a disrupt: gate judges the windows of --etcd-disrupt: without a schedule it could never pass
+        gate = next((gate for gate in settings.gates.sla if gate.disrupt), None)
+        if gate is not None and not settings.disruptions.schedule:
+            raise SettingsError(
+                f"--etcd-sla: {shown(gate.text)} judges each disruption, and --etcd-disrupt schedules none; add one "
+                "such as --etcd-disrupt defrag:leader@60s, or drop the gate"
+            )
+        # a member: gate reads the members' /metrics as polled during the run: without polling it has nothing
+        gate = next((gate for gate in settings.gates.sla if gate.member), None)
+        if gate is not None and settings.monitoring.metrics_interval <= 0:
+            raise SettingsError(
+                f"--etcd-sla: {shown(gate.text)} judges the members' /metrics, and --etcd-metrics-interval 0 polls "
+                "none; give an interval such as --etcd-metrics-interval 5, or drop the gate"
+            )

@@ -15,11 +15,7 @@ from etcd_users.core.declare import (
     switch,
     zero_or_more,
 )
-
-# etcd refuses a request whose raft entry (the request, a header with its ID and user name) exceeds its
-# --max-request-bytes: an object and its key fit with this much to spare
-REQUEST_OVERHEAD_BYTES = 512
-RAISE_LIMIT = "or raise etcd's --max-request-bytes on every member and --etcd-max-request-bytes here to match"
+from etcd_users.settings.connection import RAISE_LIMIT, REQUEST_OVERHEAD_BYTES
 
 K8S_READS = ("get", "get-stale", "get-at-rev", "list-stale", "list-and-watch", "count")
 
@@ -102,6 +98,7 @@ def _write_mix(flag: str, text: str) -> tuple[tuple[str, float], ...]:
 class KubeSettings(OptionGroup):
     TITLE = "etcd Kubernetes traffic"
     DESCRIPTION = "EtcdKubernetesUser and EtcdKubernetesNodeUser: objects, mixes and the nodes' leases"
+    SLICE = "k8s"
 
     objects: tuple[tuple[str, int], ...] = option(
         "--etcd-k8s-objects",
