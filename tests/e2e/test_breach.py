@@ -70,7 +70,7 @@ def test_a_capture_writes_each_member_s_files_in_the_background(pprof_etcd1, etc
                 ticks.append(time.monotonic())
 
         ticker = gevent.spawn(tick)
-        caplog.set_level(logging.INFO, logger="etcd_users.features.monitoring.breach")
+        caplog.set_level(logging.INFO, logger="etcd_users.monitoring.breach")
         started = time.monotonic()
         capture = start_capture(str(tmp_path / "run"), settings, "put p99 above 0.001 ms at step 1")
         assert capture is not None and capture.running()  # started, not done: the caller goes on

@@ -1,10 +1,11 @@
-"""A new workload as docs/reference/layout.md's worked example adds one: one new folder under etcd_users/features/ and
-one line in FEATURES (the second file it touches, the docs' workload table, is not part of the package). Built in a
-copy of the package, registered, and run for 3 s against a local member: its option in ``python -m etcd_users``, its
-line at the stop, its requests in Locust's CSV."""
+"""A new workload as docs/contributing.md's worked example adds one: one new folder under etcd_users/features/ and one
+line in FEATURES (the second file it touches, the docs' workload table, is not part of the package). Its files as the
+page prints them, in a copy of the package, registered, and run for 3 s against a local member: its option in
+``python -m etcd_users``, its line at the stop, its requests in Locust's CSV."""
 
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,69 +16,27 @@ from support import REPO, run_locust
 
 pytestmark = pytest.mark.e2e
 
-TOY_INIT = '''"""A toy workload: random deletes of keys of the key space, and a line at the test's stop."""
-
-from etcd_users.core.features import Feature
-from etcd_users.features.toy.options import ToySettings
-
-FEATURE = Feature(
-    "toy workload", ToySettings, hooks="users:ToyHooks", users=("users:EtcdToyUser",), docs="workloads.md"
-)
-'''
-
-TOY_OPTIONS = '''"""The toy workload's one option."""
-
-from dataclasses import dataclass
-
-from etcd_users.core.declare import OptionGroup, option
+PAGE = REPO / "docs" / "contributing.md"
 
 
-@dataclass(frozen=True)
-class ToySettings(OptionGroup):
-    TITLE = "toy workload"
-    DESCRIPTION = "A user that deletes random keys"
-
-    ratio: float = option("--etcd-toy-ratio", 0.5, "the share of a toy user's requests that delete a key")
-'''
-
-# the user and its hooks in one module that imports the users: the layout once made this a circular import
-TOY_USERS = '''"""The toy user and its hooks, in one module."""
-
-import logging
-import random
-
-from locust import task
-
-from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
-from etcd_users.features.toy.options import ToySettings
-from etcd_users.users import EtcdUser
-
-
-class EtcdToyUser(EtcdUser):
-    @task
-    def delete_or_put(self) -> None:
-        keys = self.etcd.keys
-        if random.random() < ToySettings.from_options(self.environment.parsed_options).ratio:
-            self.etcd.delete(keys.next_key())
-        else:
-            self.etcd.put(keys.next_write_key(), keys.value)
-
-
-class ToyHooks(FeatureHooks):
-    def on_test_stop(self, environment, **_kwargs) -> None:
-        ratio = ToySettings.from_options(environment.parsed_options).ratio
-        logging.getLogger(RUN_LOGGER).info("toy: the run stopped with a delete ratio of %s", ratio)
-'''
+def page_files() -> dict[str, str]:
+    """The worked example's files as the page prints them: a line naming the file, then its block."""
+    blocks = re.findall(
+        r"^`(etcd_users/features/toy/[\w/]+\.py)`[^\n]*\n(?:[^\n]+\n)*?\n```python\n(.*?)```",
+        PAGE.read_text(),
+        re.M | re.S,
+    )
+    return dict(blocks)
 
 
 def toy_package(root: Path) -> list[str]:
     """A copy of the package with the toy feature in it; the files of the copy that differ from the package's."""
     shutil.copytree(REPO / "etcd_users", root / "etcd_users", ignore=shutil.ignore_patterns("__pycache__"))
-    toy = root / "etcd_users" / "features" / "toy"
-    toy.mkdir()
-    (toy / "__init__.py").write_text(TOY_INIT)
-    (toy / "options.py").write_text(TOY_OPTIONS)
-    (toy / "users.py").write_text(TOY_USERS)
+    files = page_files()
+    assert sorted(files) == [f"etcd_users/features/toy/{name}.py" for name in ("__init__", "options", "users")]
+    (root / "etcd_users" / "features" / "toy").mkdir()
+    for path, text in files.items():
+        (root / path).write_text(text)
     registry = root / "etcd_users" / "core" / "features.py"
     text = registry.read_text()
     registry.write_text(text.replace('    "rate_held",\n)', '    "rate_held",\n    "toy",\n)', 1))

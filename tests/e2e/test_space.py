@@ -46,7 +46,7 @@ LOAD = ("--etcd-user-rate", "30", "--etcd-val-size", str(VALUE), "--etcd-key-spa
 # the compaction tests' runs are stopped (Ctrl-C) once etcd answered this many puts, however long that took: values
 # past 60 % of the quota plus some spare (a put or two of the start, the last second that Locust may not count)
 PUTS_PAST_60_PERCENT = int(0.7 * QUOTA / VALUE)
-SPACE_LOGGER = "etcd_users.features.monitoring.space"
+SPACE_LOGGER = "etcd_users.monitoring.space"
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 

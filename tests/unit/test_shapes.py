@@ -183,7 +183,7 @@ def test_ladder_default_plan_and_ticks():
 
 def test_ladder_from_option_and_rate_warning(caplog):
     shape, clock = make_shape(ConcurrencyLadderShape, shape_ladder="1,5", shape_step_time=10, etcd_user_rate=2.0)
-    with caplog.at_level(logging.WARNING, logger="etcd_users.features.shapes.base"):
+    with caplog.at_level(logging.WARNING, logger="etcd_users.shapes.base"):
         assert tick_at(shape, clock, 0) == (1, 1.0)
     assert [level.users for level in shape.plan] == [1, 5]
     assert "leave --etcd-user-rate at 0" in caplog.text
@@ -235,7 +235,7 @@ def test_sine_never_below_one_qps():
 
 def test_sine_coarse_rate_warns(caplog):
     shape, clock = make_shape(SineWaveShape, etcd_user_rate=10.0)
-    with caplog.at_level(logging.WARNING, logger="etcd_users.features.shapes.base"):
+    with caplog.at_level(logging.WARNING, logger="etcd_users.shapes.base"):
         tick_at(shape, clock, 0)
     assert "a smaller rate gives finer levels" in caplog.text
 
@@ -300,7 +300,7 @@ QPS_RATE_MESSAGE = (
 
 def test_qps_shape_without_rate_stops_with_one_line(caplog):
     shape, clock = make_shape(StepSpikeShape)
-    with caplog.at_level(logging.ERROR, logger="etcd_users.features.shapes.base"):
+    with caplog.at_level(logging.ERROR, logger="etcd_users.shapes.base"):
         assert tick_at(shape, clock, 0) is None
     assert [record.getMessage() for record in caplog.records] == [QPS_RATE_MESSAGE]
 
@@ -394,7 +394,7 @@ def test_a_plan_beyond_what_locust_can_run_is_one_line(shape_class, overrides, s
 
 def test_settings_error_at_tick_then_recovery(caplog):
     shape, clock = make_shape(StepSpikeShape, etcd_user_rate=10.0, shape_time_scale=0.0)
-    with caplog.at_level(logging.ERROR, logger="etcd_users.features.shapes.base"):
+    with caplog.at_level(logging.ERROR, logger="etcd_users.shapes.base"):
         assert tick_at(shape, clock, 0) is None
     assert caplog.records[-1].getMessage().startswith("--shape-time-scale:")
     shape.runner.environment.parsed_options.shape_time_scale = 1.0
@@ -446,7 +446,7 @@ def test_the_tool_finds_its_shapes_and_no_other():
 
 def test_level_change_logged_once(caplog):
     shape, clock = make_shape(StepSpikeShape, etcd_user_rate=10.0)
-    with caplog.at_level(logging.INFO, logger="etcd_users.features.shapes.base"):
+    with caplog.at_level(logging.INFO, logger="etcd_users.shapes.base"):
         for t in (0, 1, 2, 300, 301):
             tick_at(shape, clock, t)
     level_lines = [record.getMessage() for record in caplog.records if "shape: level" in record.getMessage()]

@@ -24,7 +24,7 @@ from etcd_users.features.audit.verdict import Hashes, MemberHash
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.audit.hashkv")  # the name users' log filters know
 
 ATTEMPTS = 3
 RETRY_SECONDS = 0.5

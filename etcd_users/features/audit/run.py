@@ -38,7 +38,7 @@ from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS,
 from etcd_users.settings import SettingsError, settings_from_options
 from etcd_users.transport.errors import EndpointError, error_detail
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.audit.run")  # the name users' log filters know
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary, and the SLA lines
 
 REPORT_KEY = "etcd_audit"

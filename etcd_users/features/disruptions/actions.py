@@ -20,7 +20,7 @@ from etcd_users.features.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.transport.pool import EndpointPool, MemberStatus
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.disruptions.actions")  # the name users' log filters know
 
 STATUS_TIMEOUT_S = 2.0  # a frozen member answers nothing: ask it briefly
 MAINTENANCE_TIMEOUT_S = 300.0  # a defragmentation or a snapshot of a large db takes minutes

@@ -40,7 +40,7 @@ from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.transport import learners
 from etcd_users.transport.pool import MemberStatus
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.disruptions.replace")  # the name users' log filters know
 
 
 def _bring_back(cluster: LocalCluster, index: int, call: Callable, step: dict, refusals: dict[str, int]) -> None:

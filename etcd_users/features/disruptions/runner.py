@@ -51,7 +51,7 @@ from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.probe import Probe
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.disruptions.runner")  # the name users' log filters know
 
 RECOVERY_CAP_S = 30  # the cost is logged at the latest this long after a window's end
 COST_POLL_S = 1.0

@@ -27,7 +27,7 @@ from etcd_users.features.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
 from etcd_users.transport.pool import MemberStatus
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.disruptions.upgrade")  # the name users' log filters know
 
 # etcd's leader checks the members' versions every few seconds (4 s in 3.5) before it raises the cluster version
 CLUSTER_VERSION_TIMEOUT_S = 15.0

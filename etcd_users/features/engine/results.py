@@ -36,7 +36,7 @@ from etcd_users.features.workload.session import ProcessSession
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
 from etcd_users.transport.bridge import Bridge, bridge
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.engine.results")  # the name users' log filters know
 
 REQUEST_TYPE = "etcd"
 WATCH_EVENT = "watch/event"  # a watcher user's event of a put of this process

@@ -63,7 +63,7 @@ from etcd_users.latency.recent import RecentSeconds, Window
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.settings import EtcdSettings
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.reporting.exporter")  # the name users' log filters know
 
 PREFIX = "locust_etcd_"
 WEB_UI_ROUTE = "/etcd/metrics"

@@ -38,7 +38,7 @@ from etcd_users.files import AGGREGATED, SERVICE
 if TYPE_CHECKING:
     from etcd_users.latency.recorder import LatencyRecorder
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.gates.sla")  # the name users' log filters know
 # where Locust prints its summary (plain lines on stderr, and --logfile, and the web UI's log tab)
 _console = logging.getLogger("locust.stats_logger")
 

@@ -19,7 +19,7 @@ from etcd_users.features.latency.end_of_run import COLUMNS, TITLE, table_cells
 from etcd_users.files import AGGREGATED
 from etcd_users.latency.store import LatencyRow
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.reporting.step_summary")  # the name users' log filters know
 
 ENV_VAR = "GITHUB_STEP_SUMMARY"
 

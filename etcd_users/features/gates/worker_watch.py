@@ -23,7 +23,7 @@ from etcd_users.features.gates.state import GateState
 from etcd_users.features.monitoring import lost_workers
 from etcd_users.features.monitoring.lost_workers import WORKERS, LostWorker
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.reporting.worker_watch")  # the name users' log filters know
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
 POLL_S = 0.5  # Locust checks heartbeats once a second

@@ -48,7 +48,7 @@ from etcd_users.transport.pool import Connection, EndpointPool
 from etcd_users.transport.streams import ResumingStreams
 from etcd_users.transport.watch_counts import WatchCounts
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.kubernetes.client")  # the name users' log filters know
 
 CONFLICT_LABEL = "k8s: conflict"
 COMPACTED_LABEL = "mvcc: required revision has been compacted"

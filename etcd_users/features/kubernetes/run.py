@@ -30,7 +30,7 @@ from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import EndpointPool
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.kubernetes.run")  # the name users' log filters know
 
 PREFILL_CONCURRENCY = 64
 PROGRESS_SECONDS = 5.0

@@ -22,7 +22,7 @@ import time
 
 import gevent
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.reporting.final_stats")  # the name users' log filters know
 
 
 def at_quitting(environment) -> bool:

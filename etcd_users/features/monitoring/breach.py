@@ -28,7 +28,7 @@ from etcd_users.features.monitoring.server_metrics import describe_error, member
 from etcd_users.files import BREACH_CAPTURE, BREACH_DIRECTORY_SUFFIX, BREACH_FILES
 from etcd_users.settings import EtcdSettings
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.monitoring.breach")  # the name users' log filters know
 
 # a quick page (goroutines, heap, metrics) of a member that answers at all comes well within this
 QUICK_TIMEOUT = 10.0

@@ -9,7 +9,7 @@ from etcd_users import compaction
 from etcd_users.features.monitoring import breach, server_metrics, space
 from etcd_users.settings import EtcdSettings
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.monitoring.during_run")  # the name users' log filters know
 
 
 @dataclass

@@ -14,7 +14,7 @@ from etcd_users.settings import EtcdSettings
 from etcd_users.transport import membership
 from etcd_users.transport.probe import Probe
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.monitoring.member_list")  # the name users' log filters know
 
 IDLE_S = 10.0  # nobody has read the list for this long: it is read again at the next read
 

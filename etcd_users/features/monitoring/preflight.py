@@ -39,7 +39,7 @@ from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool, MemberStatus
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.monitoring.preflight")  # the name users' log filters know
 
 BURST_PUTS = 200
 BURST_SUBPREFIX = b"__preflight__/"

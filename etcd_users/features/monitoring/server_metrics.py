@@ -36,7 +36,7 @@ from etcd_users.features.monitoring.buckets import (  # noqa: F401  (the pre-fli
 from etcd_users.files import ETCD_METRICS_COLUMNS, SUFFIXES
 from etcd_users.settings import EtcdSettings
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.monitoring.server_metrics")  # the name users' log filters know
 
 CSV_SUFFIX = SUFFIXES["etcd_metrics"]
 FSYNC = "etcd_disk_wal_fsync_duration_seconds"

@@ -31,7 +31,7 @@ from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import EndpointPool
 from etcd_users.transport.probe import Probe
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.monitoring.space")  # the name users' log filters know
 
 WARN_SHARE = 0.8  # as the pre-flight report's threshold
 FREE_SHARE = 0.2  # free pages worth a defragmentation: a fifth of the file or more

@@ -40,7 +40,7 @@ from etcd_users.features.shapes.record import record_path, shape_record, write_j
 from etcd_users.features.shapes.timeline import ErrorCounts, Timeline
 from etcd_users.latency.recorder import LatencyRecorder
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.shapes.base")  # the name users' log filters know
 
 QUANTISATION_WARNING = 0.1
 """Warn when rounding QPS up to whole users overshoots a level's target by more than this share."""

@@ -39,7 +39,7 @@ from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.settings import SettingsError
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.reporting.summary")  # the name users' log filters know
 
 PERFDASH_VERSION = "v1"
 PERFDASH_METRIC = "latency"

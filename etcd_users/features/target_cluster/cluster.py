@@ -35,7 +35,7 @@ from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.pool import EndpointPool
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.target_cluster")  # the name users' log filters know
 
 
 class TargetCluster:

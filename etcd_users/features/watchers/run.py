@@ -20,7 +20,7 @@ from etcd_users.features.watchers.tally import WatchTally
 from etcd_users.latency.client_cpu import cpu_percent, run_queue_wait
 from etcd_users.transport import bridge as bridges
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.watchers.run")  # the name users' log filters know
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
 REPORT_KEY = "etcd_watchers"

@@ -67,7 +67,7 @@ from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
 from etcd_users.settings import EtcdSettings
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.reporting.webui")  # the name users' log filters know
 
 LATENCY_TAB = "etcd-latency"
 ENDPOINTS_TAB = "etcd-endpoints"

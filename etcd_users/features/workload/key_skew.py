@@ -23,7 +23,7 @@ from etcd_users.keys import prefix_range_end
 from etcd_users.transport.errors import error_detail
 from etcd_users.transport.pool import EndpointPool
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.reporting.key_skew")  # the name users' log filters know
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
 MAX_KEYS = 200_000  # more keys under the prefix than this: not counted (two reads of them would take seconds)

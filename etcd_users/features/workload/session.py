@@ -21,7 +21,7 @@ from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import EndpointPool
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("etcd_users.session")  # the name users' log filters know
 
 T = TypeVar("T")
 
