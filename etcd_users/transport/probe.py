@@ -2,7 +2,7 @@
 
 The master (or the single process) calls etcd for itself while a run goes on: it compacts the history
 (``etcd_users.compaction``) and asks for alarms (``etcd_users.features.monitoring.space``).
-``target_cluster.with_probe`` opens and closes a pool around one piece of work; a ``Probe`` keeps its pool open until
+``with_probe`` opens and closes a pool around one piece of work; a ``Probe`` keeps its pool open until
 ``close``, for work repeated every few seconds. Its calls run on the process's bridge, from greenlets of the gevent
 thread.
 """
@@ -18,6 +18,8 @@ import grpc
 
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport import bridge
+from etcd_users.transport.access import access_problem
+from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import EndpointPool
 
 
@@ -69,3 +71,16 @@ async def _rediscovering(work: Callable[[EndpointPool], Awaitable[Any]], pool: E
     except (grpc.aio.AioRpcError, asyncio.TimeoutError):
         pool.rediscover()
         raise
+
+
+def with_probe(settings: EtcdSettings, work):
+    """Run ``work(pool)`` on a one-connection pool of its own (the master's checks run no users)."""
+    probe = EndpointPool(replace(settings, conns=1), says_membership=False)
+    loop = bridge.bridge()
+    try:
+        loop.run(probe.open)
+        return loop.run(work, probe)
+    except grpc.aio.AioRpcError as error:
+        raise EndpointError(access_problem(error, settings)) from None
+    finally:
+        loop.run(probe.close)

@@ -3,6 +3,7 @@ input the one-line message that names the option to fix (the run stops at start 
 
 import argparse
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,6 @@ from cryptography.hazmat.primitives import serialization
 from etcd_users.core.arguments import shown
 from etcd_users.core.features import OPTIONS
 from etcd_users.features.gates.options import Gate, SlaError, parse_gate, parse_gates
-from etcd_users.features.kubernetes.options import REQUEST_OVERHEAD_BYTES
 from etcd_users.features.monitoring.server_metrics import member_urls
 from etcd_users.keys import next_page_key
 from etcd_users.settings import (
@@ -25,8 +25,8 @@ from etcd_users.settings import (
     parse_prefix,
     settings_from_options,
 )
-from etcd_users.settings.connection import PEM_MAX_BYTES
-from etcd_users.settings.etcd import TXN_OP_OVERHEAD_BYTES
+from etcd_users.settings.connection import PEM_MAX_BYTES, REQUEST_OVERHEAD_BYTES
+from etcd_users.settings.etcd import TXN_OP_OVERHEAD_BYTES, EtcdSettings
 from etcd_users.settings.workload import MIX_OPERATIONS, parse_mix
 
 HTTPS = "https://10.0.0.1:2379"
@@ -717,3 +717,31 @@ def test_a_paged_list_is_named_by_its_page_size_and_goes_on_after_the_last_key()
     # the smallest key after the last one: nothing between them is skipped, the last one is not read twice
     last = b"/locust-etcd/0042"
     assert last < next_page_key(last) < last + b"\x00\x00" < b"/locust-etcd/0043"
+
+
+def test_a_process_parses_one_set_of_options_once(monkeypatch):
+    # the master's checks, a run's start, the users' session and the audit each ask; etcd's settings are parsed once
+    parsed = []
+    build = EtcdSettings.build.__func__
+    monkeypatch.setattr(
+        EtcdSettings, "build", classmethod(lambda cls, *args, **kw: parsed.append(1) or build(cls, *args, **kw))
+    )
+    given = options(etcd_val_size=2000)
+    first = settings_from_options(given)
+    assert settings_from_options(given) is first and settings_from_options(options(etcd_val_size=2000)) is first
+    assert len(parsed) == 1
+    given.etcd_endpoints = HTTPS  # the master writes the local etcd's endpoints back: other options, parsed again
+    assert settings_from_options(given).endpoints[0].url == HTTPS and len(parsed) == 2
+
+
+def test_each_feature_with_options_of_its_own_is_a_slice_of_the_run_s_settings():
+    from etcd_users.core.features import features
+
+    settings = settings_from_options(options(etcd_audit_wait=7.0))
+    slices = [feature.options for feature in features() if feature.options is not None and feature.options.SLICE]
+    assert [group.SLICE for group in slices] == list(settings.slices)
+    assert {"gates", "audit", "disruptions", "k8s", "watch"} <= set(settings.slices)
+    assert settings.audit is settings.slices["audit"] and settings.audit.wait == 7.0
+    assert settings.with_slice(replace(settings.audit, wait=1.0)).audit.wait == 1.0 and settings.audit.wait == 7.0
+    with pytest.raises(AttributeError, match="no feature's options have that SLICE"):
+        assert settings.toy is None

@@ -32,11 +32,12 @@ from etcd_users.features.audit.record import AuditState, RunRecord
 from etcd_users.features.audit.staleness import MemberStaleness, Staleness
 from etcd_users.features.audit.verdict import Audit, ProcessAudit
 from etcd_users.features.gates import junit
-from etcd_users.features.target_cluster.cluster import TargetCluster, with_probe
+from etcd_users.features.target_cluster.cluster import TargetCluster
 from etcd_users.features.workload.session import ProcessSession
 from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
 from etcd_users.settings import SettingsError, settings_from_options
 from etcd_users.transport.errors import EndpointError, error_detail
+from etcd_users.transport.probe import with_probe
 
 logger = logging.getLogger("etcd_users.audit.run")  # the name users' log filters know
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary, and the SLA lines

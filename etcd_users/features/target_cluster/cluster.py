@@ -11,7 +11,6 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 import logging
 import os
 import shlex
-from dataclasses import replace
 
 import grpc
 from etcd3.etcdrpc import rpc_pb2
@@ -31,9 +30,10 @@ from etcd_users.local import (
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.settings.connection import LOCAL_BINARY_FLAG
 from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG, ZONE_RTT_FLAG, ZONES_FLAG
-from etcd_users.transport import bridge
+from etcd_users.transport.access import PERMISSION_DENIED, access_problem, grant, who
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.pool import EndpointPool
+from etcd_users.transport.probe import with_probe
 
 logger = logging.getLogger("etcd_users.target_cluster")  # the name users' log filters know
 
@@ -144,54 +144,8 @@ def choose_upgrade_binary(choice: str, first: str) -> EtcdBinary | None:
     return upgrade
 
 
-def with_probe(settings: EtcdSettings, work):
-    """Run ``work(pool)`` on a one-connection pool of its own (the master's checks run no users)."""
-    probe = EndpointPool(replace(settings, conns=1), says_membership=False)
-    loop = bridge.bridge()
-    try:
-        loop.run(probe.open)
-        return loop.run(work, probe)
-    except grpc.aio.AioRpcError as error:
-        raise EndpointError(_access_problem(error, settings)) from None
-    finally:
-        loop.run(probe.close)
-
-
-PERMISSION_DENIED = "etcdserver: permission denied"
 # put and deleted again at start, under the prefix: a user that may only read fails here, not on every request
 WRITE_CHECK_KEY = b"__write_check__"
-
-
-def _who(settings: EtcdSettings) -> str:
-    user = settings.credentials.user
-    return f"--etcd-user {user!r}" if user else "the user of the client certificate (--etcd-cert)"
-
-
-def _grant(settings: EtcdSettings, roles: tuple[str, ...]) -> str:
-    """How to let the user write the prefix: the command, with the user's role when etcd told it."""
-    prefix = shlex.quote(settings.prefix.decode(errors="replace"))
-    if len(roles) == 1:
-        whose = f"grant its role {roles[0]!r}"
-    elif roles:
-        whose = f"grant one of its roles ({', '.join(map(repr, roles))})"
-    else:
-        whose = "grant its role"
-    role = shlex.quote(roles[0]) if roles else "ROLE"
-    return f"{whose} readwrite on the prefix (etcdctl role grant-permission {role} --prefix readwrite {prefix})"
-
-
-def _access_problem(error: grpc.aio.AioRpcError, settings: EtcdSettings, roles: tuple[str, ...] = ()) -> str:
-    """What an etcd refusal at start means for the options."""
-    prefix = shown(settings.prefix.decode(errors="replace"))
-    detail = error_detail(error)
-    if detail == "etcdserver: user name is empty":
-        return f"etcd has authentication enabled ({detail}); pass --etcd-user NAME:PASSWORD"
-    if detail == PERMISSION_DENIED:
-        return (
-            f"{_who(settings)} may not read and write {prefix} ({detail}); {_grant(settings, roles)} or use "
-            "another --etcd-prefix"
-        )
-    return f"etcd refused the start-up check under {prefix}: {detail}"
 
 
 def _write_problem(error: grpc.aio.AioRpcError, settings: EtcdSettings, roles: tuple[str, ...]) -> str:
@@ -200,8 +154,8 @@ def _write_problem(error: grpc.aio.AioRpcError, settings: EtcdSettings, roles: t
     detail = error_detail(error)
     if detail == PERMISSION_DENIED:
         return (
-            f"{_who(settings)} may read {prefix} but not write it ({detail}), and every workload writes (reads "
-            f"first write their key space); {_grant(settings, roles)} or use another --etcd-prefix"
+            f"{who(settings)} may read {prefix} but not write it ({detail}), and every workload writes (reads "
+            f"first write their key space); {grant(settings, roles)} or use another --etcd-prefix"
         )
     if "database space exceeded" in detail:
         return (
@@ -258,7 +212,7 @@ async def _check_prefix(pool: EndpointPool) -> int:
     except grpc.aio.AioRpcError as error:
         if error_detail(error) != PERMISSION_DENIED:
             raise
-        raise EndpointError(_access_problem(error, settings, await _roles(pool))) from None
+        raise EndpointError(access_problem(error, settings, await _roles(pool))) from None
     if existing and not settings.allow_existing:
         return existing
     try:
