@@ -1,10 +1,9 @@
 """``FeatureHooks``: a feature's part of a run's life cycle, the base class of each feature's hooks, and what they
 use of the process's plugin (``Tool``).
 
-``etcd_users.core.features`` lists the features and names their hooks; ``etcd_users.core.plugin`` makes them and calls
-each
-method on the Locust event of its name, in the features' order. What one feature leaves for another goes on the run's
-context (``etcd_users.core.run_context``).
+``etcd_users.core.features`` lists the features and names their hooks; ``etcd_users.core.plugin`` makes them when
+Locust builds its parser and calls each method on the Locust event of its name, in the features' order. What one
+feature leaves for another goes on the run's context (``etcd_users.core.run_context``) as a slot it owns.
 """
 
 from locust.event import Events
@@ -33,8 +32,7 @@ class Tool(Protocol):
         """The process's instance of a feature's type (the latency recorder, the target cluster), made on first use."""
 
     def start_run(self, environment, settings) -> None:
-        """Every feature's ``on_run_start``, in their order (the target cluster calls it once the settings are
-        known)."""
+        """Every feature's ``on_run_start``, in their order (the target cluster calls it with the run's settings)."""
 
     def fail(self, message: str, code: int = 2) -> NoReturn:
         """End the process with one line (bad input at start: exit code 2)."""
@@ -42,8 +40,9 @@ class Tool(Protocol):
 
 class FeatureHooks:
     """A feature's part of a run's life cycle. Each method listens to the Locust event of its name, after the
-    plugin's own (the run's settings are resolved and the local etcd started by then); by default it does nothing.
-    ``tool`` is the process's plugin: the run's settings, the local cluster, the latency recorder."""
+    plugin's own and in the features' order (the target cluster's, which resolves the run's settings and starts the
+    local etcd, before those that need them); by default it does nothing. ``tool`` is the process's plugin: the run's
+    settings, and the process's instances of the features' types (``tool.get(LatencyRecorder)``)."""
 
     # what the feature wrote before the current (or last) run's measured window, if anything: the summary's
     # ``preparation`` and the reason an empty run gives
@@ -56,8 +55,7 @@ class FeatureHooks:
         pass
 
     def on_init_checked(self, environment) -> None:
-        """Called by the plugin once every feature's ``on_init`` has passed: the input is good (a long fill may
-        start)."""
+        """Called by the plugin once every feature's ``on_init`` has passed: the input is good: a long fill may go."""
 
     def on_run_start(self, environment, settings) -> None:
         """Called by the plugin, not by Locust, on a master or single process: a run starts with ``settings``, before
