@@ -3,7 +3,7 @@
 ``install(events)`` runs when the users are imported; the hooks are made when Locust builds its parser."""
 
 from locust import log
-from locust.event import Events
+from locust.event import EventHook, Events
 
 import logging
 import sys
@@ -35,6 +35,10 @@ def install(events: Events, *, etcd: bool = True, names: tuple[str, ...] = FEATU
         getattr(events, event).add_listener(getattr(collector, f"on_{event}"))
     events.quitting.add_listener(plugin.on_quitting)
     events.quit.add_listener(plugin.on_quit)
+    # the features' hooks listen here, before a locustfile's own listeners, though they are made later
+    for event, hook in plugin.hook_events.items():
+        getattr(events, event).add_listener(hook.fire)
+    events.init.add_listener(plugin.on_init_checked)
     return plugin
 
 
@@ -47,6 +51,7 @@ class EtcdPlugin(Slots):
         self.environment, self.run_settings = None, None  # the settings: a master's (or single process's) run's
         self.ran = False  # a test started in this process, on a master or single process: there is a run to judge
         self.feature_hooks: list[FeatureHooks] = []  # every feature's, in their order, made with the parser
+        self.hook_events = {event: EventHook() for event in EVENTS}  # each event's features' hooks, in their order
         self.started_at = time.time()  # a file older than this is a previous run's
 
     def add_options(self, parser, **_kwargs) -> None:
@@ -63,20 +68,15 @@ class EtcdPlugin(Slots):
             return
         for feature in (feature for feature in features(self.etcd, self.names) if feature.hooks):
             hooks: FeatureHooks = named(feature, feature.hooks)(self)
-            for event in EVENTS:
-                getattr(self.events, event).add_listener(getattr(hooks, f"on_{event}"))
+            for event, hook in self.hook_events.items():
+                hook.add_listener(getattr(hooks, f"on_{event}"))
             self.feature_hooks.append(hooks)
-        self.events.init.add_listener(self.on_init_checked)
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         self.environment = environment
         attach(environment, runner)  # the process's role, decided here once
         ctrl_c.interrupt_main_greenlet_on_ctrl_c(greenlet.getcurrent())  # Locust fires init in its main greenlet
-        if not self.feature_hooks:  # an environment made without Locust's parser (a test's): this init too
-            self.make_hooks()
-            for hooks in self.feature_hooks:
-                hooks.on_init(environment=environment, runner=runner, web_ui=web_ui)
-            self.on_init_checked(environment)
+        self.make_hooks()  # an environment made without Locust's parser (a test's): in time for this init too
 
     def each(self, method: str, *args, reverse: bool = False) -> None:
         """Every feature's ``method`` (a ``FeatureHooks`` one the plugin calls itself), in their order."""

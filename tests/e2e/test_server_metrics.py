@@ -87,7 +87,7 @@ def run(cluster: LocalCluster, out: Path, *args: str, users: int = 4, seconds: i
 
 
 def preflight_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if "etcd_users.features.monitoring.preflight" in line]
+    return [line for line in stderr.splitlines() if "etcd_users.monitoring.preflight" in line]
 
 
 @pytest.mark.slow

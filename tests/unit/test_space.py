@@ -224,7 +224,7 @@ def space_records(caplog, level: int) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "etcd_users.features.monitoring.space" and r.levelno == level
+        if r.name == "etcd_users.monitoring.space" and r.levelno == level
     ]
 
 
