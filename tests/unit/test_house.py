@@ -215,6 +215,35 @@ def test_core_imports_no_feature_and_nothing_imports_up_the_layers(tmp_path):
     assert imports_up(project_modules()) == []
 
 
+def internals_imported(modules: dict[str, Path], public: dict[str, tuple[str, ...]]) -> list[str]:
+    """Imports of a feature's module from outside the feature that its FEATURE does not list as public."""
+    known = set(modules)
+    found = []
+    for name, path in sorted(modules.items()):
+        for imported in sorted(imports_of(path, name, known)):
+            parts = imported.split(".")
+            package = ".".join(parts[:3])
+            if parts[:2] != ["etcd_users", "features"] or len(parts) < 4 or f"{name}.".startswith(f"{package}."):
+                continue
+            if parts[3] not in public.get(parts[2], ()):
+                found.append(f"{name} -> {imported}")
+    return found
+
+
+def test_a_feature_s_internals_are_its_own(tmp_path):
+    # another package imports a feature's public modules only (its state, its pure rules, its users' client)
+    from etcd_users.core.features import features
+
+    sample = tmp_path / "sample.py"
+    sample.write_text("from etcd_users.features.audit import run\n")
+    made_up = {"etcd_users.features.gates.sample": sample, "etcd_users.features.audit.run": sample}
+    assert internals_imported(made_up, {"audit": ("record",)}) == [
+        "etcd_users.features.gates.sample -> etcd_users.features.audit.run"
+    ], "the check must see one"
+    public = {feature.package.rpartition(".")[2]: feature.public for feature in features()}
+    assert internals_imported(project_modules(), public) == []
+
+
 def test_importing_the_users_makes_no_feature_s_hooks():
     # hooks are made when Locust builds its parser: a feature's module that imports the users (a workload and its
     # hooks in one file) is not imported while etcd_users.users is

@@ -4,4 +4,10 @@ the cost of each disruption to the requests."""
 from etcd_users.core.features import Feature
 from etcd_users.features.disruptions.options import DisruptionSettings
 
-FEATURE = Feature("disruptions", DisruptionSettings, hooks="runner:Disruptions", docs="disruptions.md")
+FEATURE = Feature(
+    "disruptions",
+    DisruptionSettings,
+    hooks="runner:Disruptions",
+    docs="disruptions.md",
+    public=("action_table", "cost", "span", "state"),
+)

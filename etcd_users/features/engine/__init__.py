@@ -8,4 +8,9 @@ results to Locust's ``request`` listeners (``locust_stats``: Locust's own statis
 
 from etcd_users.core.features import Feature
 
-FEATURE = Feature("engine", hooks="hooks:EngineChoice", docs="performance.md")
+FEATURE = Feature(
+    "engine",
+    hooks="hooks:EngineChoice",
+    docs="performance.md",
+    public=("choice", "client", "results", "user_loop", "workloads"),
+)

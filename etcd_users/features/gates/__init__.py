@@ -11,4 +11,10 @@ and their hooks that judge them at a run's end and report them.
 from etcd_users.core.features import Feature
 from etcd_users.features.gates.options import GateSettings
 
-FEATURE = Feature("gates", GateSettings, hooks="hooks:GatesRun", docs="pipelines.md")
+FEATURE = Feature(
+    "gates",
+    GateSettings,
+    hooks="hooks:GatesRun",
+    docs="pipelines.md",
+    public=("disruption_gates", "junit", "level_verdicts", "options", "sla", "state"),
+)

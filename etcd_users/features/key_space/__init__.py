@@ -2,4 +2,4 @@
 
 from etcd_users.core.features import Feature
 
-FEATURE = Feature("key space", hooks="hooks:KeySpaceFill", docs="workloads.md")
+FEATURE = Feature("key space", hooks="hooks:KeySpaceFill", docs="workloads.md", public=("fill",))

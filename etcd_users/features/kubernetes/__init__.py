@@ -5,4 +5,10 @@
 from etcd_users.core.features import Feature
 from etcd_users.features.kubernetes.options import KubeSettings
 
-FEATURE = Feature("Kubernetes-shaped traffic", KubeSettings, hooks="run:KubernetesRun", docs="workloads.md")
+FEATURE = Feature(
+    "Kubernetes-shaped traffic",
+    KubeSettings,
+    hooks="run:KubernetesRun",
+    docs="workloads.md",
+    public=("client", "layout"),
+)

@@ -14,4 +14,19 @@ The hooks that start them are ``etcd_users.features.monitoring.hooks`` and ``etc
 from etcd_users.core.features import Feature
 from etcd_users.features.monitoring.options import MonitoringSettings
 
-FEATURE = Feature("monitoring of the members", MonitoringSettings, hooks="hooks:MembersWatch", docs="faults.md")
+FEATURE = Feature(
+    "monitoring of the members",
+    MonitoringSettings,
+    hooks="hooks:MembersWatch",
+    docs="faults.md",
+    public=(
+        "breach",
+        "lost_workers",
+        "member_figures",
+        "member_list",
+        "member_lookups",
+        "preflight",
+        "server_metrics",
+        "state",
+    ),
+)

@@ -17,4 +17,11 @@ Example: ``locust -f locustfile.py,shapes/step_spike.py --etcd-user-rate 10``.
 from etcd_users.core.features import Feature
 from etcd_users.features.shapes.options import ShapeSettings
 
-FEATURE = Feature("load shapes", ShapeSettings, hooks="hooks:ShapeHooks", docs="shapes.md", etcd_only=False)
+FEATURE = Feature(
+    "load shapes",
+    ShapeSettings,
+    hooks="hooks:ShapeHooks",
+    docs="shapes.md",
+    etcd_only=False,
+    public=("judged", "step_spike", "ladder", "sine", "capacity"),
+)

@@ -3,4 +3,6 @@
 from etcd_users.core.features import Feature
 from etcd_users.features.watchers.options import WatchSettings
 
-FEATURE = Feature("watchers", WatchSettings, hooks="run:WatchersRun", docs="workloads.md")
+FEATURE = Feature(
+    "watchers", WatchSettings, hooks="run:WatchersRun", docs="workloads.md", public=("client", "state", "tally")
+)

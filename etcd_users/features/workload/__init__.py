@@ -4,4 +4,10 @@ puts per key counted from the keys' versions at the run's start and stop (``key_
 from etcd_users.core.features import Feature
 from etcd_users.settings import WorkloadSettings
 
-FEATURE = Feature("workload and keys", WorkloadSettings, hooks="key_skew:KeySkew", docs="workloads.md")
+FEATURE = Feature(
+    "workload and keys",
+    WorkloadSettings,
+    hooks="key_skew:KeySkew",
+    docs="workloads.md",
+    public=("client", "session", "ycsb_client"),
+)
