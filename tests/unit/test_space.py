@@ -221,11 +221,7 @@ def watch_of(endpoints: str, errors: tuple[str, ...] = ()) -> SpaceWatch:
 
 
 def space_records(caplog, level: int) -> list[str]:
-    return [
-        r.getMessage()
-        for r in caplog.records
-        if r.name == "etcd_users.monitoring.space" and r.levelno == level
-    ]
+    return [r.getMessage() for r in caplog.records if r.name == "etcd_users.monitoring.space" and r.levelno == level]
 
 
 def test_the_alarm_is_logged_once_per_run_shown_while_raised_and_cleared_when_disarmed(caplog):
