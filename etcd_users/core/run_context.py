@@ -3,7 +3,7 @@
 One context per process and environment, made at Locust's ``init`` (``attach``) with the process's ``Role``, decided
 there once from the runner. What the process's parts share during a run lives on it as typed slots, each owned by
 the feature that defines its type (``run_context(environment).get(MembersSeen)``): the session
-(``etcd_users.features.workload.session.ProcessSession``), the audit's record, the watchers' state, the members seen,
+(``etcd_users.session.ProcessSession``), the audit's record, the watchers' state, the members seen,
 the gates' results, the disruptions' windows. Core knows none of them.
 """
 

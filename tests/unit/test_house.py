@@ -241,6 +241,8 @@ def test_a_feature_s_internals_are_its_own(tmp_path):
         "etcd_users.features.gates.sample -> etcd_users.features.audit.run"
     ], "the check must see one"
     public = {feature.package.rpartition(".")[2]: feature.public for feature in features()}
+    declared = [f"{name}.{module}" for name, modules in public.items() for module in modules]
+    assert [name for name in declared if f"etcd_users.features.{name}" not in project_modules()] == []
     assert internals_imported(project_modules(), public) == []
 
 

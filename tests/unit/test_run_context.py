@@ -20,7 +20,7 @@ from etcd_users.features.disruptions.state import DisruptionWindows
 from etcd_users.features.gates.state import GateState
 from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.features.watchers.state import ProcessWatchers, WatchTallies
-from etcd_users.features.workload.session import ProcessSession
+from etcd_users.session import ProcessSession
 from etcd_users.settings import settings_from_options
 
 REPO = Path(__file__).resolve().parents[2]

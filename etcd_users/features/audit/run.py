@@ -33,8 +33,8 @@ from etcd_users.features.audit.staleness import MemberStaleness, Staleness
 from etcd_users.features.audit.verdict import Audit, ProcessAudit
 from etcd_users.features.gates import junit
 from etcd_users.features.target_cluster.cluster import TargetCluster
-from etcd_users.features.workload.session import ProcessSession
 from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
+from etcd_users.session import ProcessSession
 from etcd_users.settings import SettingsError, settings_from_options
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.probe import with_probe

@@ -23,8 +23,8 @@ from etcd3.etcdrpc import rpc_pb2
 from etcd_users.features.audit.notes import ClientNotes
 from etcd_users.features.engine.results import BATCH_MAX, LoopResults
 from etcd_users.features.watchers.state import ProcessWatchers
-from etcd_users.features.workload.session import Session
 from etcd_users.keys import next_page_key
+from etcd_users.session import Session
 from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,
     LEADER_LOST_LABELS,

@@ -32,8 +32,8 @@ import gevent.lock
 
 from etcd_users.features.engine.locust_stats import is_locust_listener, log_batch
 from etcd_users.features.watchers.state import ProcessWatchers
-from etcd_users.features.workload.session import ProcessSession
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
+from etcd_users.session import ProcessSession
 from etcd_users.transport.bridge import Bridge, bridge
 
 logger = logging.getLogger("etcd_users.engine.results")  # the name users' log filters know

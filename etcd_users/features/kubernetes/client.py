@@ -30,6 +30,7 @@ import gevent.lock
 import grpc
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
+from etcd_users import session as sessions
 from etcd_users.features.kubernetes.layout import (
     Layout,
     ObjectPool,
@@ -41,7 +42,6 @@ from etcd_users.features.kubernetes.layout import (
     resources_by_count,
     spread_schedule,
 )
-from etcd_users.features.workload import session as sessions
 from etcd_users.features.workload.client import REQUEST_TYPE, EtcdClient
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import Connection, EndpointPool

@@ -61,10 +61,10 @@ from etcd_users.features.target_cluster.cluster import TargetCluster
 from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.features.watchers.tally import WatchTally, percentile
 from etcd_users.features.webui.endpoints_tab import EndpointsTab
-from etcd_users.features.workload.session import ProcessSession
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
+from etcd_users.session import ProcessSession
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger("etcd_users.reporting.webui")  # the name users' log filters know

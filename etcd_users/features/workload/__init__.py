@@ -9,5 +9,5 @@ FEATURE = Feature(
     WorkloadSettings,
     hooks="key_skew:KeySkew",
     docs="workloads.md",
-    public=("client", "session", "ycsb_client"),
+    public=("client", "ycsb_client"),
 )

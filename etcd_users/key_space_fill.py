@@ -29,7 +29,7 @@ from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import EndpointPool
 from etcd_users.transport.probe import with_probe
 
-logger = logging.getLogger("etcd_users.key_space_fill")  # the name users' log filters know
+logger = logging.getLogger(__name__)
 
 FILL_CONCURRENCY = 64
 PROGRESS_SECONDS = 5.0
