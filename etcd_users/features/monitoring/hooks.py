@@ -31,23 +31,25 @@ class MembersWatch(FeatureHooks):
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         self.environment = environment
-        context = self.context = run_context(environment)
-        context.get(MembersSeen).on_breach = self.on_breach
+        self.context = run_context(environment)
+        seen = self.context.get(MembersSeen)
+        seen.on_breach = self.on_breach
         if self.tool.run_settings is not None:  # a master or single process with the run's settings
             # informs only (versions, db size against quota, fsync P99 under a short burst); never stops the run
-            context.get(MembersSeen).preflight = preflight.report(self.tool.run_settings, with_probe)
+            seen.preflight = preflight.report(self.tool.run_settings, with_probe)
 
     def on_run_start(self, environment, settings: EtcdSettings) -> None:
         self._stop_run()
         local = self.tool.get(TargetCluster).local
-        run = self.context.get(MembersSeen).monitoring = RunMonitoring.start(
+        seen = self.context.get(MembersSeen)
+        run = seen.monitoring = RunMonitoring.start(
             environment,
             settings,
             local.compaction if local is not None else None,
             (lambda: list(zip(local.endpoints, local.metrics_urls, strict=True))) if local is not None else None,
         )
-        self.context.get(MembersSeen).space_watch = run.space_watch
-        self.context.get(MembersSeen).member_rows = run.poller.rows if run.poller is not None else None
+        seen.space_watch = run.space_watch
+        seen.member_rows = run.poller.rows if run.poller is not None else None
         if settings.monitoring.profile_on_breach > 0 and not environment.parsed_options.csv_prefix:
             logger.warning("--etcd-profile-on-breach: nothing is captured without --csv PREFIX (PREFIX_breach/)")
 
@@ -74,10 +76,10 @@ class MembersWatch(FeatureHooks):
         self._stop_run()
 
     def _stop_run(self) -> None:
-        run = self.context.get(MembersSeen).monitoring if self.context is not None else None
-        if run is not None:
-            run.stop()
-            self.context.get(MembersSeen).monitoring = None
+        seen = self.context.get(MembersSeen) if self.context is not None else None
+        if seen is not None and seen.monitoring is not None:
+            seen.monitoring.stop()
+            seen.monitoring = None
 
     def _finish_capture(self) -> None:
         capture = self.capture
