@@ -165,8 +165,9 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             ],
         )  # fmt: skip
         assert started["success"], started
-        peak = ui.wait_for(lambda stats: stats["user_count"] == 3, "the ladder's second rung (3 users)")
-        assert peak["state"] == "running"
+        # the rung's users up, and Locust's state past "spawning" (it changes once every spawning_complete listener,
+        # the garbage collector's full pass among them, has run)
+        ui.wait_for(lambda stats: (stats["user_count"], stats["state"]) == (3, "running"), "the ladder's second rung")
         stats = ui.wait_for(lambda stats: stats["state"] == "stopped", "the shape's end", timeout=30)
         ended = ui.wait_for(lambda stats: extended(stats, "etcd-endpoints")[0]["role"] != "checking", "a leader")
 
