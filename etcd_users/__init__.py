@@ -7,8 +7,8 @@ pure parts without Locust.
 
 Where to look: a request is timed in ``transport/bridge.py`` (``Bridge._start_unary``, ``_on_unary_done``); an
 endpoint is chosen in ``transport/pool.py`` (``EndpointPool.next_connection``, ``select``); a percentile is computed
-in ``hdr.py`` (``percentiles_us``); each Locust event is handled in ``plugin.py`` (``install``), which hands it to
-the features of ``features.py`` in their order.
+in ``hdr.py`` (``percentiles_us``); each Locust event is handled in ``core/plugin.py`` (``install``), which hands it
+to the hooks of the feature packages ``core/features.py`` names (``features/NAME/``), in their order.
 """
 
 import importlib
