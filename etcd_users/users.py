@@ -85,7 +85,8 @@ class EtcdUser(User):
             self.repeat(operation())
             return
         context = run_context(self.environment)
-        notes = ClientNotes(context.get(AuditState).record) if context.get(AuditState).record is not None else None
+        record = context.get(AuditState).record
+        notes = ClientNotes(record) if record is not None else None
         client = LoopClient(session, loop_results(context), notes, context.get(ProcessWatchers))
         LoopUser(self, client, workload).run(session.bridge)
 

@@ -11,7 +11,7 @@ reference and the suite runner read this list without Locust.
 """
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from etcd_users.core.arguments import add_option_group
 from etcd_users.core.declare import OptionGroup
@@ -72,11 +72,15 @@ class Feature:
     package: str = ""  # the package it was found in (set by ``load``)
 
 
+def has_etcd_options(environment) -> bool:
+    """The environment's parsed options carry the tool's ``--etcd-*`` ones (a locustfile with the etcd users)."""
+    return hasattr(environment.parsed_options, "etcd_endpoints")
+
+
 def load(name: str) -> Feature:
     """A feature by its name in ``FEATURES`` (a package of ``etcd_users.features``), or by a package's full name."""
     package = name if "." in name else f"{PACKAGE}.{name}"
-    feature = importlib.import_module(package).FEATURE
-    return Feature(**{**feature.__dict__, "package": package})
+    return replace(importlib.import_module(package).FEATURE, package=package)
 
 
 def features(etcd: bool = True, names: tuple[str, ...] = FEATURES) -> tuple[Feature, ...]:

@@ -41,14 +41,15 @@ class EtcdSettings(ConnectionSettings, WorkloadSettings):
 
     @classmethod
     def build(cls, values, namespace, **context):
-        slices = {group.SLICE: group.from_options(namespace, **values) for group in slice_groups()}
+        groups = slice_groups()
+        slices = {group.SLICE: group.from_options(namespace, **values) for group in groups}
         settings = cls(**values, slices=slices)
         settings.check_keys()
         timing_ms(settings.local_heartbeat, settings.local_election)
         if not (settings.local_zones and settings.endpoints):  # those of --etcd-endpoints: target_cluster refuses
             check_zones(settings.local_zones, settings.local_zone_rtt, settings.local_peer_rtt, settings.local_members)
         _check_request_sizes(settings)
-        for group in slice_groups():
+        for group in groups:
             group.check_run(settings)
         return settings.with_credentials()
 

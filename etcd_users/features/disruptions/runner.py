@@ -301,7 +301,8 @@ class Disruptions(FeatureHooks):
             self._check(plugin.run_settings)
         except ScheduleError as error:
             plugin.fail(str(error))
-        context.get(DisruptionWindows).so_far, context.get(DisruptionWindows).final = self.windows, self.final_windows
+        windows = context.get(DisruptionWindows)
+        windows.so_far, windows.final = self.windows, self.final_windows
         self.seconds = RecentSeconds(0)
         plugin.get(LatencyRecorder).store.merged_listeners.append(self.seconds.add)
         self.timeline = plugin.get(LatencyRecorder).store.timeline = Timeline()

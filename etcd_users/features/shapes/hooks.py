@@ -2,6 +2,7 @@
 the members' side of a breach), its own options checked where the tool's are not, and its verdict on the run."""
 
 from etcd_users.core.feature_hooks import FeatureHooks
+from etcd_users.core.features import has_etcd_options
 from etcd_users.core.run_context import run_context
 from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.features.shapes.judged import check_on_init, judged_shape, judged_shapes
@@ -15,7 +16,7 @@ class ShapeHooks(FeatureHooks):
         for shape in judged_shapes(environment):
             shape.recorder, shape.on_breach = recorder, lambda why: context.get(MembersSeen).on_breach(why)
             shape.member_rows = lambda: context.get(MembersSeen).member_rows
-        if not hasattr(environment.parsed_options, "etcd_endpoints") or context.role.is_worker:
+        if not has_etcd_options(environment) or context.role.is_worker:
             check_on_init(environment)  # a shape's own options, without the tool's etcd ones (not on workers)
 
     def exit_verdict(self, environment):

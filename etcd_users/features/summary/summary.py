@@ -281,7 +281,8 @@ class RunSummary(FeatureHooks):
             for entry in environment.stats.errors.values()
         )
         context = run_context(environment)  # what the other features left: the members, the gates, the workers lost
-        rows = context.get(MembersSeen).member_rows
+        members, gates, watch = context.get(MembersSeen), context.get(GateState), context.get(WatchTallies).final
+        rows = members.member_rows
         since = started or 0.0
 
         def run_file(kind: str) -> dict | None:
@@ -295,7 +296,7 @@ class RunSummary(FeatureHooks):
             "duration_s": round(ended - started, 3) if started else None,
             "options": options_of(environment.parsed_options, secret_options()),
             "environment": {
-                "cluster": cluster_of(context.get(MembersSeen).preflight),
+                "cluster": cluster_of(members.preflight),
                 "load": {
                     "cores": os.cpu_count(),
                     "processes": self.workers or 1,
@@ -306,7 +307,7 @@ class RunSummary(FeatureHooks):
                 },
             },
             "requests": requests_of(recorder.snapshot(), recorder.first_request, recorder.last_request, errors),
-            "gates": gates_of(context.get(GateState).results),
+            "gates": gates_of(gates.results),
             "levels": shape.get("levels") if isinstance(shape, dict) else None,
             "capacity": run_file("capacity"),
             "disruptions": run_file("disruptions"),
@@ -314,7 +315,7 @@ class RunSummary(FeatureHooks):
             "skew": run_file("skew"),
             "staleness": (run_file("audit") or {}).get("staleness") or None,
             "members": member_figures(rows).to_dict() if rows is not None else None,
-            "lost_workers": [lost.to_dict() for lost in context.get(GateState).lost_workers],
-            "watch": context.get(WatchTallies).final.summary() if context.get(WatchTallies).final is not None else None,
+            "lost_workers": [lost.to_dict() for lost in gates.lost_workers],
+            "watch": watch.summary() if watch is not None else None,
             "preparation": preparation_of(tool.feature_hooks),
         }

@@ -10,6 +10,7 @@ import gevent
 
 from etcd_users import open_files
 from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
+from etcd_users.core.features import has_etcd_options
 from etcd_users.core.run_context import run_context
 from etcd_users.features.target_cluster.checks import checked_settings
 from etcd_users.features.target_cluster.cluster import TargetCluster, delete_prefix
@@ -83,7 +84,3 @@ class TargetClusterHooks(FeatureHooks):
         host = ",".join(endpoint.url for endpoint in settings.endpoints)
         if not environment.host or environment.host == self.shown_host:
             environment.host = self.shown_host = host
-
-
-def has_etcd_options(environment) -> bool:
-    return hasattr(environment.parsed_options, "etcd_endpoints")
