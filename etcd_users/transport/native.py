@@ -113,3 +113,15 @@ class _NativeSocketpair:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._socket, name)
+
+
+def native_lock():
+    """A lock of the operating system's threads: the gevent thread and the loop thread both take it (gevent's
+    patched lock only orders the greenlets of one thread)."""
+    import _thread
+
+    if "gevent" in sys.modules:
+        from gevent import monkey
+
+        return monkey.get_original("_thread", "allocate_lock")()
+    return _thread.allocate_lock()

@@ -283,7 +283,8 @@ class PlannedShape(LoadTestShape):
             self._write_record()
 
     def _mark_running(self, index: int, when: float) -> None:
-        self.timeline.mark_running(index, when, self._error_counts())
+        when, errors = self._error_counts_at(when)
+        self.timeline.mark_running(index, when, errors)
         level = self.timeline[index].level
         logger.debug("shape: all %d users of level '%s' running", level.users, level.name)
         if self._judge is not None and not level.warmup:
@@ -291,8 +292,17 @@ class PlannedShape(LoadTestShape):
 
     def _end_level(self, index: int, when: float) -> None:
         """The level ends (once): its failures counted, its window closed for its verdict."""
-        if self.timeline.end(index, when, self._error_counts()) and self._judge is not None:
+        when, errors = self._error_counts_at(when)
+        if self.timeline.end(index, when, errors) and self._judge is not None:
             self._judge.close(index, when)
+
+    def _error_counts_at(self, when: float) -> tuple[float, ErrorCounts]:
+        """Locust's failures until about ``when``, and the time they count until: the requests reported in batches
+        (the loop engine's) are applied first, and the count holds exactly those that ended before the time returned,
+        so that no failure falls between two levels."""
+        if self.recorder is not None:
+            when = self.recorder.apply_pending()
+        return when, self._error_counts()
 
     def _error_counts(self) -> ErrorCounts:
         """Locust's failures so far by request name and error text (on a master: its workers' merged)."""
