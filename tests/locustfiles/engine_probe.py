@@ -57,6 +57,7 @@ def count(name, exception=None, start_time=None, response_time=None, **_kwargs) 
 def watch_the_users(**_kwargs) -> None:
     if not _stop_after or _fewest_users:
         return
+
     def sample() -> None:
         runner = _runner[0]
         while runner.state == "running":  # not once the run stops: its users are then stopped by Locust
