@@ -171,18 +171,27 @@ def test_a_shape_lowering_the_users_lowers_the_rate_within_two_seconds(etcd1, tm
 
 
 def test_a_custom_user_keeps_its_greenlet_beside_ready_workloads_on_the_loop(etcd1, tmp_out):
+    """Both engines in one process under load: they note their writes and reads for the audit and count their calls
+    on the same connections from two threads, and the audit finds every acknowledged write."""
     prefix = tmp_out / "run"
-    args = ("--etcd-prefix", "/engine-custom/", "--etcd-cleanup")
+    args = ("--etcd-prefix", "/engine-custom/", "--etcd-cleanup", "--etcd-conns", "2")
     custom = ("-f", "examples/custom_workload.py,locustfile.py")
     result = run_locust(
-        *custom, *headless_args(etcd1, prefix, *args, users=4, seconds=3)[2:], "WriteThenReadUser", "EtcdPutUser"
+        *custom,
+        *headless_args(etcd1, prefix, *args, users=32, seconds=4)[2:],
+        "WriteThenReadUser",
+        "EtcdPutUser",
+        "LinearizableRangeUser",
     )
     assert_no_traceback(result.stdout + result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
     line = engine_line(result.stderr)
     assert "EtcdPutUser on the loop thread" in line and "WriteThenReadUser on greenlets (tasks of its own)" in line
     rows = stats_rows(prefix)
-    assert {"put", "write", "read-back"} <= set(rows), rows.keys()
+    assert {"put", "write", "read-back", "range/linearizable"} <= set(rows), rows.keys()
+    assert all(int(row["Failure Count"]) == 0 for row in rows.values()), rows
+    audit = r"^audit: 1 member's HashKV equal at rev \d+; [\d,]+ acknowledged writes, 0 lost"
+    assert re.search(audit, result.stderr, re.M), result.stderr[-3000:]
 
 
 def test_a_follower_killed_under_the_loop_s_puts_loses_no_acknowledged_write_and_has_its_cost(tmp_out):
