@@ -468,9 +468,9 @@ def _by_ranks(metric: Metric, a: list[float], b: list[float], tolerance: float, 
 
 
 def _by_seconds(metric: Metric, figures, tolerance: float, drift: float, calibrated: Noise | None) -> dict:
-    """One run on a side: the bootstrap over the runs' seconds, widened by run-to-run noise (the calibration's and
-    the runs' own drift, whichever is wider); without a calibration a verdict beyond the tolerance is only
-    'inconclusive', since the drift is a lower bound of the noise."""
+    """One run on a side: the bootstrap over the runs' seconds, widened by run-to-run noise (the calibration's, else
+    the runs' own drift); without a calibration a verdict beyond the tolerance is only 'inconclusive', since the
+    drift is a lower bound of the noise."""
     base, cand = figures[BASELINE].values[metric.key], figures[CANDIDATE].values[metric.key]
     found = {"baseline": _number(base), "candidate": _number(cand)}
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -490,11 +490,9 @@ def _by_seconds(metric: Metric, figures, tolerance: float, drift: float, calibra
         return found | _unavailable()
     below = max(shift - _scaled_change(metric, boot_low), 0.0)
     above = max(_scaled_change(metric, boot_high) - shift, 0.0)
-    noise = Noise(drift, DRIFT)
-    if calibrated is not None:
-        noise = Noise(
-            max(calibrated.spread, drift) if math.isfinite(drift) else calibrated.spread, CALIBRATED, calibrated.runs
-        )
+    # a calibration measured run-to-run noise itself; the drift of a run's halves (a few seconds each) is mostly the
+    # sampling noise the bootstrap already holds, so it stands in only where there is no calibration
+    noise = calibrated if calibrated is not None else Noise(drift, DRIFT)
     extra = noise.quantile * math.sqrt(2) * noise.spread if math.isfinite(noise.spread) else 0.0
     low, high = shift - math.hypot(below, extra), shift + math.hypot(above, extra)
     change_low, change_high = _change(metric, low), _change(metric, high)
@@ -543,8 +541,7 @@ def method_notes(comparison: Comparison) -> list[str]:
     if SECONDS in comparison.methods:
         noises = {row.noise for row in comparison.rows if row.method == SECONDS}
         widened = (
-            "the calibration's run-to-run spread (--noise) or the runs' own drift between their halves, whichever is "
-            "wider"
+            "the calibration's run-to-run spread (--noise, Student's t for its runs)"
             if CALIBRATED in noises
             else "the runs' own drift between their halves, a lower bound of run-to-run noise: beyond the tolerance "
             "it says inconclusive, never worse (a calibration, --noise FILE, or repeats decide)"
