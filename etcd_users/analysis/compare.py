@@ -342,6 +342,11 @@ def _figures(parts: list[NameSeconds], key: tuple[str, ...], resample: bool) -> 
     return _Figures(values, {metric: found[1:] for metric, found in figures.items()})
 
 
+def name_figures(part: NameSeconds) -> dict[str, float]:
+    """One name's figures over one run's seconds (metric key -> value), as a comparison computes them."""
+    return _figures([part], (), False).values
+
+
 def _rows(cell: str, level: str, name: str, groups: dict[str, list[NameSeconds]], context: _Context) -> list[Row]:
     by_repeat = all(len(groups[role]) >= 2 for role in (BASELINE, CANDIDATE))
     method = REPEATS if by_repeat else SECONDS
@@ -581,6 +586,6 @@ def calibrate(side: Side, warmup: Warmup = None, series: str = SERVICE) -> dict:
     notes: list[str] = []
     seconds = [_seconds(run, warmup, series, notes) for run in runs]
     names = _names(seconds)
-    figures = {name: [_figures([run.names[name]], (), False).values for run in seconds] for name in names}
+    figures = {name: [name_figures(run.names[name]) for run in seconds] for name in names}
     lengths = [len(run.names[names[0]].seconds) if names else 0 for run in seconds]
     return calibration_document([run.label for run in runs], lengths, figures)

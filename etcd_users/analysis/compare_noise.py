@@ -134,6 +134,11 @@ def read_calibration(path: Path) -> Calibration:
             f"{CALIBRATION_OPTION} {path}: calibration schema {document.get('schema')}; this reader knows "
             f"{CALIBRATION_SCHEMA}; {fix}"
         )
+    return calibration_of(document, path)
+
+
+def calibration_of(document: dict, path: Path) -> Calibration:
+    """A calibration document (as ``calibration_document`` makes it) as the comparison reads it."""
     spreads = {
         str(name): {key: math.nan if value is None else float(value) for key, value in found.items()}
         for name, found in document.get("spreads", {}).items()

@@ -375,3 +375,20 @@ def test_a_comparison_written_twice_to_its_own_page_shows_once(tmp_path: Path):
     page = (out / "report.html").read_text()
     assert page.count("etcd before and after</h2>") == 1
     assert page.index("<h1>") < page.index('<section id="compare">') < page.index("</html>")
+
+
+def write_client_cpu(prefix: str, wait_pct: float) -> None:
+    lines = ["Timestamp,Process,CpuPct,WaitPct"] + [f"{T0 + s},local,40.0,{wait_pct}" for s in range(SECONDS)]
+    Path(prefix + "_client_cpu.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_a_line_says_when_one_side_ran_on_a_busier_machine(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    write_client_cpu(a, 5.0)
+    write_client_cpu(b, 40.0)
+    result = cli("compare", a, b)
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("machine load:")]
+    assert line.startswith("machine load: the baseline's Locust waited for a CPU 5 % of the time, the candidate's 40 %")
+    assert "the candidate ran on a busier machine" in line
+    write_client_cpu(b, 12.0)  # 7 points apart: no line
+    assert "machine load:" not in cli("compare", a, b).stdout
