@@ -110,6 +110,7 @@ class Comparison:
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
     methods: set[str] = field(default_factory=set)
+    per_second: list[str] = field(default_factory=list)  # robust per-second figures beside the whole-run ones
 
     @property
     def worse(self) -> list[Row]:
@@ -128,6 +129,7 @@ class _Context:
     calibration: Calibration | None
     methods: set[str]
     notes: list[str]
+    per_second: list[str]
 
 
 # -- the sides ----------------------------------------------------------------------------------------------------
@@ -228,7 +230,7 @@ def compare(
         )
     comparison = Comparison(baseline, candidate, [])
     notes = comparison.notes
-    context = _Context(tolerances, calibration, comparison.methods, notes)
+    context = _Context(tolerances, calibration, comparison.methods, notes, comparison.per_second)
     cells = [cell for cell in baseline.cells if cell in candidate.cells]
     for role, side in ((BASELINE, baseline), (CANDIDATE, candidate)):
         for cell in side.cells:
@@ -359,6 +361,9 @@ def _rows(cell: str, level: str, name: str, groups: dict[str, list[NameSeconds]]
         figures = {role: _figures(groups[role], (cell, level, name, role), True) for role in groups}
         halves = [halved for role in (BASELINE, CANDIDATE) for part in groups[role] if (halved := _halves(part))]
         sizes = tuple(sum(len(part.seconds) for part in groups[role]) for role in (BASELINE, CANDIDATE))
+    line = _per_second_line(cell, level, name, groups)
+    if line:
+        context.per_second.append(line)
     rows = []
     for metric in METRICS:
         tolerance = context.tolerances[metric.key]
@@ -376,6 +381,35 @@ def _rows(cell: str, level: str, name: str, groups: dict[str, list[NameSeconds]]
             found = _by_seconds(metric, figures, tolerance, drift, calibrated)
         rows.append(Row(cell, level, name, metric, tolerance=tolerance, method=method, sizes=sizes, **found))
     return rows
+
+
+PER_SECOND = {"P50": 50.0, "P99": 99.0}
+
+
+def _per_second_line(cell: str, level: str, name: str, groups: dict[str, list[NameSeconds]]) -> str | None:
+    """The median over each side's seconds of each second's P50 and P99: a stall or a slow fsync that spans a few
+    seconds moves them little, where it can move a whole run's P99 a lot."""
+    medians = {}
+    for role in (BASELINE, CANDIDATE):
+        histograms = [
+            part.histograms[int(second)]
+            for part in groups[role]
+            for second in part.seconds
+            if int(second) in part.histograms
+        ]
+        if not histograms:
+            return None
+        per_second = LatencyCounts(histograms).each_second_ms(list(PER_SECOND.values()))
+        medians[role] = np.nanmedian(per_second, axis=0)
+    figures = []
+    for column, label in enumerate(PER_SECOND):
+        base, cand = float(medians[BASELINE][column]), float(medians[CANDIDATE][column])
+        change = f" ({100 * (cand / base - 1):+.1f} %)" if base > 0 else ""
+        figures.append(f"median {label} {base:.3f} → {cand:.3f} ms{change}")
+    where = "/".join(part for part in (cell, level, name) if part)
+    return (
+        f"per second ({where}): {', '.join(figures)}; each second's own percentile, robust to a stall of a few seconds."
+    )
 
 
 def _halves(part: NameSeconds) -> tuple[dict[str, float], dict[str, float]] | None:

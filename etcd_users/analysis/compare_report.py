@@ -138,7 +138,7 @@ def _where(row: Row) -> str:
 def text(comparison: Comparison, unfair: list[str]) -> str:
     """What is printed: the unfair lines first, the table, the notes, the verdict line."""
     parts = ["\n".join(unfair)] if unfair else []
-    parts += [markdown_table(display_table(comparison)), "\n".join(detection_lines(comparison))]
+    parts += [markdown_table(display_table(comparison)), "\n".join(detection_lines(comparison) + comparison.per_second)]
     parts.append(markdown_notes(all_notes(comparison)))
     parts.append(summary_line(comparison))
     return "\n\n".join(parts)
@@ -191,6 +191,7 @@ def write_json(comparison: Comparison, unfair: list[str], exit_code: int, path: 
         "worse": len(comparison.worse),
         "inconclusive": len(comparison.inconclusive),
         "detection": detection_lines(comparison),
+        "per_second": comparison.per_second,
         "verdict": summary_line(comparison),
         "exit_code": exit_code,
     }
@@ -233,7 +234,7 @@ def comparison_section(comparison: Comparison, unfair: list[str]) -> Section:
     """The verdict line, the unfair lines, the table and its notes: what report.html shows first."""
     body = [*paragraphs([summary_line(comparison)], css="answer"), *(["<ul>"] if unfair else [])]
     body += [*(f"<li>{html.escape(line)}</li>" for line in unfair), *(["</ul>"] if unfair else [])]
-    body += [html_table(display_table(comparison)), *paragraphs(detection_lines(comparison))]
+    body += [html_table(display_table(comparison)), *paragraphs(detection_lines(comparison) + comparison.per_second)]
     body += notes_list(all_notes(comparison))
     return Section(TITLE, tuple(body), anchor="compare")
 

@@ -89,6 +89,21 @@ class LatencyCounts:
             result[:, column] = np.where(totals > 0, values, np.nan)
         return result
 
+    def each_second_ms(self, percentiles: Sequence[float]) -> np.ndarray:
+        """The percentiles of each second's own histogram, in ms: (seconds, len(percentiles)); NaN for a second
+        with no latency."""
+        result = np.full((len(self.matrix), len(percentiles)), np.nan)
+        if not self.matrix.size:
+            return result
+        cumulative = np.cumsum(self.matrix, axis=1)
+        totals = cumulative[:, -1]
+        for column, percentile in enumerate(percentiles):
+            targets = np.maximum(np.floor(percentile * totals / 100 + 0.5), 1)
+            index = (cumulative < targets[:, None] - 1e-9).sum(axis=1)
+            values = self.values_us[np.minimum(index, len(self.values_us) - 1)] / 1000
+            result[:, column] = np.where(totals > 0, values, np.nan)
+        return result
+
 
 def _counts(histogram: HdrHistogram | None) -> np.ndarray:
     if histogram is None or not histogram.get_total_count():

@@ -392,3 +392,13 @@ def test_a_line_says_when_one_side_ran_on_a_busier_machine(tmp_path: Path):
     assert "the candidate ran on a busier machine" in line
     write_client_cpu(b, 12.0)  # 7 points apart: no line
     assert "machine load:" not in cli("compare", a, b).stdout
+
+
+def test_the_per_second_line_holds_the_median_of_each_seconds_percentiles(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2, scale=2.0)
+    comparison = compared(a, b)
+    (line,) = comparison.per_second
+    assert line.startswith("per second (put): median P50 ")
+    # a log-normal with mu 0: each second's median near 1 ms, doubled in the candidate
+    base, cand = (float(figure) for figure in line.split("median P50 ")[1].split(" ms")[0].split(" → "))
+    assert 0.9 < base < 1.1 and 1.9 < cand / base < 2.1
