@@ -21,7 +21,6 @@ from etcd_users.analysis.benchmark_report import summary
 from etcd_users.analysis.breach import capture_lines
 from etcd_users.analysis.client import ADVICE, add_client_columns
 from etcd_users.analysis.compare import BASELINE, CANDIDATE, calibrate, compare, load_side
-from etcd_users.analysis.compare_load import load_lines
 from etcd_users.analysis.compare_noise import read_calibration
 from etcd_users.analysis.compare_report import text as compare_text
 from etcd_users.analysis.compare_report import write_csv as write_compare_csv
@@ -176,7 +175,7 @@ def run_compare_runs(args: argparse.Namespace) -> int:
     calibration = read_calibration(args.noise) if args.noise else None
     comparison = compare(baseline, candidate, tolerances, _split(args.names), args.warmup, args.series, calibration)
     changed = parse_changed(args.changed)
-    unfair = unfair_lines(baseline.runs, candidate.runs, changed) + load_lines(baseline.runs, candidate.runs)
+    unfair = unfair_lines(baseline.runs, candidate.runs, changed) + comparison.load
     unknown = unknown_changed(baseline.runs, candidate.runs, changed)
     if unknown:
         comparison.notes.append(f"--changed names what no summary knows: {', '.join(unknown)}.")

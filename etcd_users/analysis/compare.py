@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from etcd_users.analysis.compare_load import load_lines
 from etcd_users.analysis.compare_noise import (
     CALIBRATED,
     DRIFT,
@@ -111,6 +112,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     methods: set[str] = field(default_factory=set)
     per_second: list[str] = field(default_factory=list)  # robust per-second figures beside the whole-run ones
+    load: list[str] = field(default_factory=list)  # a line when the sides ran on an unequally busy machine
 
     @property
     def worse(self) -> list[Row]:
@@ -130,6 +132,7 @@ class _Context:
     methods: set[str]
     notes: list[str]
     per_second: list[str]
+    load_differs: bool  # the sides' machine load differed: a calibration (made under one load) cannot vouch
 
 
 # -- the sides ----------------------------------------------------------------------------------------------------
@@ -228,9 +231,9 @@ def compare(
             f"{suite.role} {suite.spec} is a suite and {other.role} {other.spec} is not: compare a "
             "suite with a suite, runs with runs"
         )
-    comparison = Comparison(baseline, candidate, [])
+    comparison = Comparison(baseline, candidate, [], load=load_lines(baseline.runs, candidate.runs))
     notes = comparison.notes
-    context = _Context(tolerances, calibration, comparison.methods, notes, comparison.per_second)
+    context = _Context(tolerances, calibration, comparison.methods, notes, comparison.per_second, bool(comparison.load))
     cells = [cell for cell in baseline.cells if cell in candidate.cells]
     for role, side in ((BASELINE, baseline), (CANDIDATE, candidate)):
         for cell in side.cells:
@@ -378,7 +381,7 @@ def _rows(cell: str, level: str, name: str, groups: dict[str, list[NameSeconds]]
                 calibrated, note = context.calibration.noise(name, metric)
                 if note and note not in context.notes:
                     context.notes.append(note)
-            found = _by_seconds(metric, figures, tolerance, drift, calibrated)
+            found = _by_seconds(metric, figures, tolerance, drift, calibrated, context.load_differs)
         rows.append(Row(cell, level, name, metric, tolerance=tolerance, method=method, sizes=sizes, **found))
     return rows
 
@@ -506,10 +509,13 @@ def _by_ranks(metric: Metric, a: list[float], b: list[float], tolerance: float, 
     }
 
 
-def _by_seconds(metric: Metric, figures, tolerance: float, drift: float, calibrated: Noise | None) -> dict:
+def _by_seconds(
+    metric: Metric, figures, tolerance: float, drift: float, calibrated: Noise | None, load_differs: bool
+) -> dict:
     """One run on a side: the bootstrap over the runs' seconds, widened by run-to-run noise (the calibration's, else
     the runs' own drift); without a calibration a verdict beyond the tolerance is only 'inconclusive', since the
-    drift is a lower bound of the noise."""
+    drift is a lower bound of the noise, and so it is when the sides ran under different machine load, which a
+    calibration made under one load does not hold."""
     base, cand = figures[BASELINE].values[metric.key], figures[CANDIDATE].values[metric.key]
     found = {"baseline": _number(base), "candidate": _number(cand)}
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -536,7 +542,7 @@ def _by_seconds(metric: Metric, figures, tolerance: float, drift: float, calibra
     low, high = shift - math.hypot(below, extra), shift + math.hypot(above, extra)
     change_low, change_high = _change(metric, low), _change(metric, high)
     decided = verdict(metric, change_low, change_high, tolerance)
-    if noise.source == DRIFT and decided in (WORSE, BETTER):
+    if (noise.source == DRIFT or load_differs) and decided in (WORSE, BETTER):
         decided = INCONCLUSIVE
     return found | {
         "difference": _number(difference),

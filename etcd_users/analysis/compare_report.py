@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 import pandas as pd
 
 from etcd_users.analysis.compare import INCONCLUSIVE, SECONDS, WORSE, Comparison, Row, method_notes
-from etcd_users.analysis.compare_noise import DRIFT
+from etcd_users.analysis.compare_noise import CALIBRATED, DRIFT
 from etcd_users.analysis.report import (
     Section,
     html_table,
@@ -91,11 +91,15 @@ def inconclusive_line(comparison: Comparison) -> str:
     rows = comparison.inconclusive
     one_run = any(row.method == SECONDS for row in rows)
     why = "one run a side" if one_run else f"{min(min(row.sizes) for row in rows)} runs a side"
+    calibrated = any(row.method == SECONDS and row.noise == CALIBRATED for row in rows)
+    if calibrated:
+        why += " under different machine load (the calibration holds for the load it was made under)"
     named = ", ".join(f"{_where(row)} {row.metric.key}" for row in rows[:5]) + (" …" if len(rows) > 5 else "")
     needed = [row.decide_runs for row in rows if row.decide_runs is not None]
     bound = "at least " if any(row.noise == DRIFT for row in rows) else ""
     runs = f"; {bound}{max(needed)} runs a side would decide" if needed else ""
     calibrate = " (or one run a side with --noise FILE from python -m analysis calibrate)" if one_run else ""
+    calibrate = "" if calibrated else calibrate
     return (
         f"inconclusive: {why}: {len(rows)} of {len(comparison.rows)} row(s) beyond the tolerance by more than the "
         f"noise these runs show ({named}), which cannot vouch for a verdict{runs}{calibrate}."

@@ -402,3 +402,16 @@ def test_the_per_second_line_holds_the_median_of_each_seconds_percentiles(tmp_pa
     # a log-normal with mu 0: each second's median near 1 ms, doubled in the candidate
     base, cand = (float(figure) for figure in line.split("median P50 ")[1].split(" ms")[0].split(" → "))
     assert 0.9 < base < 1.1 and 1.9 < cand / base < 2.1
+
+
+def test_one_run_a_side_under_different_machine_load_is_inconclusive_even_with_a_calibration(tmp_path: Path):
+    noise = calibrated(tmp_path)
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2, scale=2.0)
+    write_client_cpu(a, 5.0)
+    write_client_cpu(b, 40.0)  # the candidate ran while other work took the CPU: its latency is not the change's
+    result = cli("compare", a, b, "--noise", noise)
+    assert result.returncode == 0, result.stdout
+    last = result.stdout.splitlines()[-1]
+    assert last.startswith("inconclusive: one run a side under different machine load"), last
+    write_client_cpu(b, 8.0)  # alike: the calibration vouches for the verdict
+    assert cli("compare", a, b, "--noise", noise).returncode == 3
