@@ -104,11 +104,13 @@ def aa_groups(runs: list[Path], size: int):
         yield group_b, group_a
 
 
-def p99_change(a_runs: list[Path], b_runs: list[Path]) -> float:
-    def p99(prefix: Path) -> float:
-        return name_figures(run_seconds(load_run(str(prefix))).names["put"])["p99"]
+def median_change(a_runs: list[Path], b_runs: list[Path], metric: str) -> float:
+    """The change of the median over the runs of their whole-run figure, B against A, in %."""
 
-    return 100 * (statistics.median(map(p99, b_runs)) / statistics.median(map(p99, a_runs)) - 1)
+    def figure(prefix: Path) -> float:
+        return name_figures(run_seconds(load_run(str(prefix))).names["put"])[metric]
+
+    return 100 * (statistics.median(map(figure, b_runs)) / statistics.median(map(figure, a_runs)) - 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sides", default="1,3,5", help="runs a side to compare")
     parser.add_argument("--change-size", type=int, default=16384, help="the known change's value size (bytes)")
     parser.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
+    parser.add_argument("--again", action="store_true", help="compare the runs kept in --keep again, make none")
     args = parser.parse_args(argv)
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     if not modes or any(mode not in MODES for mode in modes):
@@ -128,6 +131,26 @@ def main(argv: list[str] | None = None) -> int:
     sides = sorted({int(size) for size in args.sides.split(",")})
     directory = args.keep or Path(tempfile.mkdtemp(prefix="false-alarms-"))
     directory.mkdir(parents=True, exist_ok=True)
+    if args.again:
+        if args.keep is None:
+            parser.error("--again compares the runs of --keep DIR: give --keep")
+        made = {mode: kept(directory, mode, args.runs) for mode in modes}
+    else:
+        made = make_runs(directory, modes, args)
+    report(made, sides, modes, args)
+    print(f"\nruns in {directory}")
+    return 0
+
+
+def kept(directory: Path, mode: str, runs: int) -> tuple[list[Path], list[Path]]:
+    pairs = [(directory / f"{mode}-a{index}", directory / f"{mode}-b{index}") for index in range(runs)]
+    missing = [str(prefix) for pair in pairs for prefix in pair if not Path(f"{prefix}_stats.csv").is_file()]
+    if missing:
+        raise SystemExit(f"false_alarms: --again: no run at {missing[0]} (made with other --runs or --modes?)")
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
+def make_runs(directory: Path, modes: list[str], args: argparse.Namespace) -> dict[str, tuple[list[Path], list[Path]]]:
     made: dict[str, tuple[list[Path], list[Path]]] = {}
     cluster = LocalCluster(1)
     cluster.start(timeout=30)
@@ -144,14 +167,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{mode}: {args.runs} A and {args.runs} B runs in {directory}", flush=True)
     finally:
         cluster.stop()
+    return made
 
+
+def report(made, sides: list[int], modes: list[str], args: argparse.Namespace) -> None:
     load = f"{args.users} users" + (f" at {args.rate:g}/s each" if "rate" in modes else "")
     print(
         f"\n{args.seconds} s runs, {load}; A {BASE_SIZE} B, B {args.change_size} B values; a comparison is worse when"
     )
     print("any of its rows is worse (the default tolerances)")
     for mode, (a_runs, b_runs) in made.items():
-        print(f"\n{mode}: the known change moved P99 by {p99_change(a_runs, b_runs):+.1f} % (median of B vs A runs)")
+        moved = ", ".join(f"{key} by {median_change(a_runs, b_runs, key):+.1f} %" for key in ("p50", "p99"))
+        print(f"\n{mode}: the known change moved {moved} (median of the B runs' figures against the A runs')")
         for size in sides:
             if size == 1:
                 drift, calibrated, found = Tally(), Tally(), Tally()
@@ -175,8 +202,6 @@ def main(argv: list[str] | None = None) -> int:
                 found.add(a_runs[start : start + size], b_runs[start : start + size])
             print(f"  {size} a side (ranks)          A/A: {aa.text()}")
             print(f"  {size} a side (ranks)          known change: {found.text()}")
-    print(f"\nruns in {directory}")
-    return 0
 
 
 if __name__ == "__main__":
