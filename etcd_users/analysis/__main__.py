@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import textwrap
@@ -226,13 +227,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
         figures = ", ".join(
             f"{metric} {'n/a' if value is None else _spread_text(metric, value)}" for metric, value in spreads.items()
         )
-        print(f"{name}: one run's figure varies by {figures} (standard deviation over {runs} runs)")
+        print(f"{name}: from run to run, {figures} (over {runs} runs)")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
 def _spread_text(metric: str, value: float) -> str:
-    return f"{value:.3f} pp" if metric == "errors" else f"{100 * value:.1f} %"
+    """A log spread as the factor it is (geometric standard deviation), the error rate's in pp."""
+    return f"±{value:.3f} pp" if metric == "errors" else f"×/{math.exp(value):.2f}"
 
 
 def summary_parser() -> argparse.ArgumentParser:

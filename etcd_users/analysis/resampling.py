@@ -1,6 +1,6 @@
-"""The statistics of the comparison: a moving-block bootstrap over a run's seconds, exact percentiles of the merged
-HDR histograms of resampled seconds, and Welch's t interval over repeats. Pure numpy, seeded: the same input gives
-the same intervals.
+"""The statistics of the comparison over one run's seconds: a moving-block bootstrap, exact percentiles of the merged
+HDR histograms of resampled seconds (and of each second alone), and Student's t for a calibration's runs (the
+repeats' rank test is ``analysis.rank_test``). Pure numpy, seeded: the same input gives the same intervals.
 
 Why blocks: etcd's seconds are not independent (a compaction, a slow fsync, Go's garbage collector or a noisy
 neighbour spans several seconds), and resampling single seconds would make the interval too narrow. A block of
@@ -128,17 +128,3 @@ def t_quantile(degrees: float) -> float:
     """Student's t at 97.5 % for ``degrees`` of freedom, rounded down to a whole number (the wider interval)."""
     whole = max(1, math.floor(degrees))
     return _T975[whole - 1] if whole <= len(_T975) else 1.96
-
-
-def welch_interval(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[float, float, float]:
-    """The difference of the means (candidate - baseline) and its 95 % Welch t interval; each side needs two values
-    or more. An interval of zero width when neither side varies."""
-    a, b = np.asarray(baseline, float), np.asarray(candidate, float)
-    difference = float(b.mean() - a.mean())
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    spread = va + vb
-    if spread == 0:
-        return difference, difference, difference
-    degrees = spread**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = t_quantile(degrees) * math.sqrt(spread)
-    return difference, difference - half, difference + half

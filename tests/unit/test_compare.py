@@ -24,7 +24,7 @@ from etcd_users.analysis.compare_noise import read_calibration
 from etcd_users.analysis.fairness import facts, parse_changed, unfair_lines
 from etcd_users.analysis.load import load_run
 from etcd_users.analysis.rank_test import least_runs, p_greater, p_two_sided, shift_interval, u_counts
-from etcd_users.analysis.resampling import LatencyCounts, block_weights, generator, welch_interval
+from etcd_users.analysis.resampling import LatencyCounts, block_weights, generator
 from etcd_users.analysis.tolerance import BY_KEY, ToleranceError, parse_tolerances
 from etcd_users.files import SERVICE, SUMMARY_SCHEMA_VERSION
 from etcd_users.latency.store import SealedInterval, summary_row
@@ -207,13 +207,6 @@ def test_the_rank_interval_of_a_known_shift():
     assert (shift, low, high) == (10, 7, 13)
     assert shift_interval([1, 2, 3], [4, 5, 6])[1:] == (-math.inf, math.inf)
     assert least_runs() == 4
-
-
-def test_welch_interval_on_known_numbers():
-    difference, low, high = welch_interval([10, 12, 14], [20, 22, 24])
-    # means 12 and 22, each variance 4/3, df = 4: t = 2.776, half-width 2.776 * sqrt(8/3)
-    assert difference == 10 and high - difference == pytest.approx(2.776 * (8 / 3) ** 0.5)
-    assert welch_interval([1, 1], [3, 3]) == (2, 2, 2)
 
 
 def test_block_weights_keep_each_runs_seconds_and_draw_contiguous_blocks():
