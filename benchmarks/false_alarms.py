@@ -7,14 +7,15 @@ Starts a throwaway 1-member etcd on 127.0.0.1 and, per load mode (``closed``: us
 user at ``--rate`` requests/s), makes ``--runs`` pairs of interleaved runs, A B A B …: A with 1 KiB values, B with
 ``--change-size`` values (a known change, meant to be near the tolerance). Then, for each number of runs a side:
 
-- **A/A**: comparisons of A runs against other A runs (disjoint groups); a comparison with any row ``worse`` is a
-  false alarm. One run a side is compared twice: as is (the runs' own drift: never worse, only inconclusive) and
-  with a calibration (``--noise``) made from the other A runs, as a user would make it beforehand;
+- **A/A**: comparisons of A runs against other A runs (disjoint groups, formed as interleaved runs are: of two runs
+  adjacent in time, one on each side); a comparison with any row ``worse`` is a false alarm. One run a side is
+  compared twice: as is (the runs' own drift: never worse, only inconclusive) and with a calibration (``--noise``)
+  made from the other A runs, as a user would make it beforehand;
 - **known change**: A runs against the B runs made beside them; a comparison with any row ``worse`` found it.
 
-Each line prints comparisons, worse, inconclusive and the rates; the known change's size is the median P99 of the B
-runs against the A runs'. Comparisons share runs, so they are not independent: with a few runs the rates are rough.
-Prints figures; not a test. Keep it short on a shared machine: the default makes 2 x 2 x 6 runs of 8 s.
+Each line prints comparisons, worse, inconclusive and the rates; the known change's size is the median P50 and P99
+of the B runs against the A runs'. Comparisons share runs, so they are not independent: with a few runs the rates
+are rough. Prints figures; not a test. Keep it short on a shared machine: the default makes 2 x 2 x 6 runs of 8 s.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from etcd_users.local import LocalCluster
 REPO = Path(__file__).resolve().parent.parent
 BASE_SIZE = 1024
 MODES = ("closed", "rate")
-MOST_SPLITS = 10
 
 
 def locust_run(endpoint: str, prefix: Path, args: argparse.Namespace, mode: str, value_size: int) -> None:
@@ -86,22 +86,19 @@ def calibration_from(runs: list[Path]):
 
 
 def aa_groups(runs: list[Path], size: int):
-    """Ordered pairs of disjoint groups of ``size`` A runs: every split when there are few, consecutive blocks
-    otherwise."""
+    """Ordered pairs of disjoint groups of ``size`` A runs, formed as interleaved runs are: runs 2i and 2i+1 (adjacent
+    in time) always on different sides, over windows of 2*size consecutive runs. Groups of early runs against late
+    ones would measure the machine's drift over the whole benchmark, which interleaving is there to cancel."""
     if size == 1:
         yield from itertools.permutations([[run] for run in runs], 2)
         return
-    if len(runs) < 2 * size:
-        return
-    indices = range(len(runs))
-    splits = ((first, [i for i in indices if i not in first]) for first in itertools.combinations(indices, size))
-    # each split of the first 2*size runs once (the run with index 0 on the first side), both ways round, at most
-    # MOST_SPLITS of them: the comparisons already share runs
-    splits = ((first, second[:size]) for first, second in splits if 0 in first)
-    for first, second in itertools.islice(splits, MOST_SPLITS):
-        group_a, group_b = [runs[index] for index in first], [runs[index] for index in second]
-        yield group_a, group_b
-        yield group_b, group_a
+    for start in range(0, len(runs) - 2 * size + 1, 2):
+        pairs = [(runs[start + 2 * index], runs[start + 2 * index + 1]) for index in range(size)]
+        for choice in itertools.product((0, 1), repeat=size - 1):  # the first pair's order fixed: each split once
+            first = [pairs[0][0], *(pair[pick] for pair, pick in zip(pairs[1:], choice, strict=True))]
+            second = [pairs[0][1], *(pair[1 - pick] for pair, pick in zip(pairs[1:], choice, strict=True))]
+            yield first, second
+            yield second, first
 
 
 def median_change(a_runs: list[Path], b_runs: list[Path], metric: str) -> float:
