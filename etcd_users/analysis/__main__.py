@@ -1,8 +1,8 @@
 """Command line: ``python -m analysis`` compares runs (and tabulates each level of a load shape's run, see
 ``analysis.levels``), ``compare`` tells a regression from noise between a baseline and a candidate (exit status 3 for
-a regression), ``summary`` prints etcd's benchmark report, ``errors`` prints the error distribution, ``suite``
-tabulates a benchmark suite's repeats, ``memory`` fits etcd's memory model to the members' RSS. Input problems end
-with one line on stderr and exit status 2."""
+a regression), ``calibrate`` measures the machine's run-to-run noise for it, ``summary`` prints etcd's benchmark
+report, ``errors`` prints the error distribution, ``suite`` tabulates a benchmark suite's repeats, ``memory`` fits
+etcd's memory model to the members' RSS. Input problems end with one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
@@ -100,6 +100,7 @@ def compare_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Compare load-test runs of etcd by QPS, P50/P90/P99/P99.9 and errors. "
         f"Other commands: '{PROG} compare BASELINE CANDIDATE' (a regression or noise?), "
+        f"'{PROG} calibrate RUNS --out FILE' (the machine's run-to-run noise, for compare --noise), "
         f"'{PROG} summary PREFIX' (etcd benchmark report), '{PROG} errors PREFIX...', "
         f"'{PROG} suite DIR' (a benchmark suite's table), '{PROG} memory PREFIX...' (etcd's memory model).",
         epilog="QPS = requests / measured duration: from the start of the first to the end of the last second with "

@@ -88,11 +88,16 @@ def test_one_run_a_side_without_a_calibration_is_inconclusive_never_worse(tmp_pa
     for key in ("p50", "p99"):  # far beyond the runs' own drift, but that is a lower bound of run-to-run noise
         assert rows[key].verdict == "inconclusive" and rows[key].noise == "drift"
         assert 80 < rows[key].difference < 120 and rows[key].low > 15
-    result = cli("compare", a, b)
+    result = cli("compare", a, b, "--out", tmp_path / "out")
     assert result.returncode == 0, result.stdout + result.stderr
     last = result.stdout.splitlines()[-1]
     assert last.startswith("inconclusive: one run a side: 3 of 5 row(s) beyond the tolerance"), last
     assert "runs a side would decide" in last and "--noise FILE" in last
+    document = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert document["worse"] == 0 and document["inconclusive"] == 3 and document["verdict"] == last
+    suite = ElementTree.parse(tmp_path / "out" / "compare.xml").getroot().find("testsuite")
+    skipped = [case.find("skipped").get("message") for case in suite if case.find("skipped") is not None]
+    assert suite.get("failures") == "0" and len(skipped) == 3 and skipped[0].startswith("inconclusive: p50")
 
 
 def test_one_run_a_side_with_a_calibration_compares_worse_by_about_100_percent(tmp_path: Path):
