@@ -246,6 +246,18 @@ def compare(
             role: [_seconds(run, warmup, series, notes) for run in side.cells[cell]]
             for role, side in ((BASELINE, baseline), (CANDIDATE, candidate))
         }
+        uncut = {role: [run.run.label for run in runs if run.cut_s is None] for role, runs in seconds.items()}
+        if (
+            warmup is not None
+            and any(uncut.values())
+            and not all(len(uncut[role]) == len(seconds[role]) for role in seconds)
+        ):
+            where = f"{cell}: " if cell else ""
+            left = "; ".join(f"{role} {', '.join(labels)}" for role, labels in uncut.items() if labels)
+            notes.append(
+                f"{where}warm-up not trimmed alike: no cut on {left} while other runs were cut; give --warmup SECONDS "
+                "to leave out the same seconds of every run."
+            )
         for level, name, groups in _groups(seconds, names, notes, cell):
             comparison.rows += _rows(cell, level, name, groups, context)
     if not comparison.rows:

@@ -413,3 +413,13 @@ def test_one_run_a_side_under_different_machine_load_is_inconclusive_even_with_a
     assert last.startswith("inconclusive: one run a side under different machine load"), last
     write_client_cpu(b, 8.0)  # alike: the calibration vouches for the verdict
     assert cli("compare", a, b, "--noise", noise).returncode == 3
+
+
+def test_a_warm_up_cut_on_one_side_only_is_noted(tmp_path: Path):
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2)
+    Path(a + "_shape.json").write_text(json.dumps({"started_at": T0, "levels": [], "warmup_end": T0 + 5}))
+    comparison = compare(load_side(a, BASELINE), load_side(b, CANDIDATE), parse_tolerances(None), warmup="auto")
+    (note,) = [note for note in comparison.notes if "not trimmed alike" in note]
+    assert note.startswith("warm-up not trimmed alike: no cut on candidate b while other runs were cut")
+    assert rows_of(comparison)["p50"].sizes == (14, 18)  # seconds 5..18 of a (after the cut), 1..18 of b
+    assert not [note for note in compared(a, b).notes if "not trimmed alike" in note]  # no --warmup: no cut at all
