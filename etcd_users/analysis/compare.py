@@ -509,7 +509,6 @@ def _by_ranks(metric: Metric, a: list[float], b: list[float], tolerance: float, 
             "high": _number(change_high),
             "verdict": decided,
             "detectable": _detectable(metric, tolerance, shift, low, high),
-            "decide_runs": _decide_runs(metric, tolerance, shift, spread) if decided == SAME else None,
         }
     # too few runs for a 95 % rank interval: the pairwise differences' whole range can only say 'same'
     differences = np.subtract.outer(np.asarray(yb), np.asarray(ya))
