@@ -20,10 +20,10 @@ from support import run_analysis as cli
 
 from etcd_users import hdr
 from etcd_users.analysis.compare import BASELINE, CANDIDATE, compare, load_side, verdict
-from etcd_users.analysis.compare_noise import read_calibration
+from etcd_users.analysis.compare_noise import Noise, calibration_document, read_calibration
 from etcd_users.analysis.fairness import facts, parse_changed, unfair_lines
 from etcd_users.analysis.load import load_run
-from etcd_users.analysis.rank_test import least_runs, p_greater, p_two_sided, shift_interval, u_counts
+from etcd_users.analysis.rank_test import least_runs, p_greater, p_two_sided, runs_a_side, shift_interval, u_counts
 from etcd_users.analysis.resampling import LatencyCounts, block_weights, generator
 from etcd_users.analysis.tolerance import BY_KEY, ToleranceError, parse_tolerances
 from etcd_users.files import SERVICE, SUMMARY_SCHEMA_VERSION
@@ -423,3 +423,33 @@ def test_a_warm_up_cut_on_one_side_only_is_noted(tmp_path: Path):
     assert note.startswith("warm-up not trimmed alike: no cut on candidate b while other runs were cut")
     assert rows_of(comparison)["p50"].sizes == (14, 18)  # seconds 5..18 of a (after the cut), 1..18 of b
     assert not [note for note in compared(a, b).notes if "not trimmed alike" in note]  # no --warmup: no cut at all
+
+
+def test_could_have_detected_is_the_tolerance_plus_the_intervals_bad_half(tmp_path: Path):
+    noise = calibrated(tmp_path, scales=(0.9, 1.0, 1.1, 1.0))
+    a, b = write_run(tmp_path / "a", 1), write_run(tmp_path / "b", 2, scale=1.2)
+    comparison = compare(
+        load_side(a, BASELINE), load_side(b, CANDIDATE), parse_tolerances(None), calibration=read_calibration(noise)
+    )
+    p50 = rows_of(comparison)["p50"]
+    # on the log scale: ln(1.15) + (ln(1 + difference) - ln(1 + low))
+    expected = 100 * (1.15 * (1 + p50.difference / 100) / (1 + p50.low / 100) - 1)
+    assert p50.detectable == pytest.approx(expected, rel=1e-6) and p50.detectable > 15
+
+
+def test_runs_a_side_for_twice_the_tolerance():
+    # one run's P99 varies by 20 % (log spread 0.2); twice +15 % lies ln(1.30 / 1.15) beyond the tolerance:
+    # 2 * ((1.96 + 0.84) * 0.2 / 0.1226)^2 / (3 / pi) = 43.7
+    assert runs_a_side(0.2, math.log(1.30 / 1.15)) == 44
+    assert runs_a_side(0.0, 0.1) == 4  # no noise: the rank test's floor
+    assert runs_a_side(math.nan, 0.1) is None
+
+
+def test_a_name_the_calibration_lacks_takes_its_widest_spread_with_a_note(tmp_path: Path):
+    path = tmp_path / "noise.json"
+    document = calibration_document(["x", "y", "z"], [10, 10, 10], {})
+    document["spreads"] = {"put": {"p99": 0.2}, "range": {"p99": 0.5}}
+    path.write_text(json.dumps(document))
+    found, note = read_calibration(path).noise("txn", BY_KEY["p99"])
+    assert found.spread == 0.5 and found.runs == 3 and note.startswith("noise.json has no 'txn'")
+    assert read_calibration(path).noise("put", BY_KEY["p99"]) == (Noise(0.2, "calibrated", 3), None)
