@@ -45,7 +45,7 @@ NOT_RUN = {
     "build_go_benchmark.sh": "builds etcd's Go tool from Debian's packages and etcd's git history",
 }
 _YCSB = "tests/e2e/test_ycsb.py runs this suite's workloads and checks its table"
-_COMPARE = "tests/e2e/test_compare.py compares 1 KiB and 64 KiB values the same way and checks the verdicts"
+_COMPARE = "tests/e2e/test_compare.py compares 1 KiB and 512 KiB values, with and without --noise, checks the verdicts"
 _PEER_RTT = "tests/e2e/test_peer_rtt_suite.py runs this suite's quick table and checks the round trips it adds"
 # commands (a pattern of their text) that a test runs in its own form and checks more closely: not run twice
 RUN_BY_TESTS = {
