@@ -16,7 +16,7 @@ from etcd_users.core.features import OPTIONS
 from etcd_users.features.gates.options import Gate, SlaError, parse_gate, parse_gates
 from etcd_users.features.monitoring.server_metrics import member_urls
 from etcd_users.keys import next_page_key
-from etcd_users.local import cluster_from_settings
+from etcd_users.local import AUTO_COMPACTION_RETENTION, cluster_from_settings
 from etcd_users.settings import (
     DEFAULT_PREFIX,
     Credentials,
@@ -406,6 +406,8 @@ def test_a_bad_value_is_one_line_naming_its_option(dest, value, message, context
     ],
 )
 def test_the_local_etcd_compacts_with_the_retention_given_and_never_with_0(given, retention, describe):
+    [declared] = [option for option in OPTIONS if option.flag == "--etcd-local-compaction-retention"]
+    assert f"Empty: {AUTO_COMPACTION_RETENTION}." in declared.help  # what its reference says of the default
     settings = settings_from_options(options(etcd_local_compaction_retention=given))
     cluster, _ = cluster_from_settings(settings, 1)
     assert cluster.auto_compaction_retention == retention
