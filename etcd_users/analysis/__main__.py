@@ -126,11 +126,12 @@ def compare_parser() -> argparse.ArgumentParser:
 
 COMPARE_DESCRIPTION = (
     "Before and after a change: per request name (per level of a shape's run, per combination of a suite) and per "
-    "metric (QPS, P50, P99, P99.9, error rate), the baseline's and the candidate's figures, the difference, its 95 %% "
-    "interval from the data (Welch's t over repeats when both sides have two or more, else a seeded moving-block "
-    "bootstrap over the runs' seconds and their exact HDR histograms) and a verdict: worse when the whole interval "
-    "lies beyond the tolerance on the bad side, better when beyond it on the good side, else same. Exit status 3 "
-    "when a row is worse, 2 for bad input, 0 otherwise."
+    "metric (QPS, P50, P99, P99.9, error rate), the baseline's and the candidate's figures, the difference, its 95 % "
+    "interval from the data (the exact Mann-Whitney U interval of the shift over repeats when both sides have two "
+    "or more, which needs 4 a side to decide; else a seeded moving-block bootstrap over the runs' seconds and their "
+    "exact HDR histograms) and a verdict: worse when the whole interval lies beyond the tolerance on the bad side, "
+    "better when beyond it on the good side, inconclusive when the data cannot vouch for either, else same. Exit "
+    "status 3 when a row is worse, 2 for bad input, 0 otherwise."
 )
 SIDE_HELP = (
     "a run prefix (what was passed to locust --csv), its repeats comma-separated (out/a1,out/a2) or as a quoted "

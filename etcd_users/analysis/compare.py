@@ -5,8 +5,8 @@ combination). Per request name (per level of a shape's run, per combination of a
 P99, P99.9, error rate), the row holds both figures, the difference (relative for QPS and latency, percentage
 points for errors), its 95 % interval, and a verdict:
 
-- both sides with two repeats or more: Welch's t interval over the repeats' own figures (run-to-run noise is in
-  the data);
+- both sides with two repeats or more: the exact Mann-Whitney U interval of the shift between the repeats' own
+  figures (`analysis.rank_test`; run-to-run noise is in the data), which needs 4 runs a side to decide;
 - otherwise: a moving-block bootstrap over each side's seconds (`analysis.resampling`): the seconds are resampled in
   blocks, the exact per-second HDR histograms of the drawn seconds merged and their percentile taken, QPS and the
   error rate from the drawn seconds' counts; the interval is the central 95 % of candidate / baseline - 1 over the

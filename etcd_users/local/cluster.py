@@ -487,8 +487,9 @@ class LocalCluster:
 
 def cluster_from_settings(settings: EtcdSettings, members: int, **options) -> tuple[LocalCluster, EtcdBinary]:
     """The local etcd a run's settings ask for, not started, and the etcd it runs: ``--etcd-local-binary``, the
-    members' peer round trip and raft timing; ``options``: the rest of LocalCluster's arguments. A schedule that cuts
-    or slows a member's links (partition, cut, delay) has the peer proxy without a round trip asked: at 0ms.
+    members' peer round trip, raft timing and auto-compaction; ``options``: the rest of LocalCluster's arguments. A
+    schedule that cuts or slows a member's links (partition, cut, delay) has the peer proxy without a round trip
+    asked: at 0ms.
 
     Timing below etcd's tuning guide for the round trip is logged as a warning, not refused: a run may study it."""
     binary = choose_etcd_binary(settings.local_binary, LOCAL_BINARY_FLAG)
@@ -507,6 +508,7 @@ def cluster_from_settings(settings: EtcdSettings, members: int, **options) -> tu
         election_ms=election,
         zones=settings.local_zones,
         zone_rtt=settings.local_zone_rtt if settings.local_zones else None,
+        auto_compaction_retention=settings.local_compaction_retention or AUTO_COMPACTION_RETENTION,
         **options,
     )
     return cluster, binary

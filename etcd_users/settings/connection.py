@@ -23,6 +23,10 @@ TARGETS = ("round-robin", "leader")
 # the local etcd's sizes: production clusters run 3 or 5 members
 LOCAL_MEMBERS = (1, 2, 3, 4, 5)
 LOCAL_BINARY_FLAG = "--etcd-local-binary"
+COMPACTION_RETENTION_FLAG = "--etcd-local-compaction-retention"
+# etcd's periodic --auto-compaction-retention as a whole number of seconds, minutes or hours (etcd reads a bare
+# number as hours: a unit is asked for, so that 5 never means 5 h by surprise); 0: etcd never compacts
+COMPACTION_RETENTION = re.compile(r"0|[1-9][0-9]{0,5}[smh]")
 # what the tool's gRPC channels send at most (grpc.max_send_message_length in transport/pool.py)
 CLIENT_MAX_SEND_BYTES = 16 * 1024 * 1024
 # a PEM file is small (a CA bundle of every public root is about 200 KiB); never read /dev/zero to its end
@@ -203,6 +207,16 @@ def _local_binary(flag: str, text: str) -> str:
     return text.strip()
 
 
+def _compaction_retention(flag: str, text: str) -> str:
+    text = text.strip()
+    if text and not COMPACTION_RETENTION.fullmatch(text):
+        raise SettingsError(
+            f"{flag}: {shown(text)} is not a retention; give whole seconds, minutes or hours, e.g. 5s, 10m or 1h "
+            "(0: no compaction)"
+        )
+    return text
+
+
 @dataclass(frozen=True)
 class Credentials:
     """TLS material read from files, and the auth user."""
@@ -279,6 +293,13 @@ class ConnectionSettings(OptionGroup):
         "The local etcd's --election-timeout in ms (0: 1000). etcd's tuning guide: at least 10 peer round trips, "
         "and etcd wants at least 5 heartbeats.",
         parse=zero_or_more,
+    )
+    local_compaction_retention: str = option(
+        COMPACTION_RETENTION_FLAG,
+        "",
+        "The local etcd's periodic auto-compaction: every retention it drops the history older than that (5s, 10m, "
+        "1h); 0: none, as etcd's defaults and etcd's benchmark runs. Empty: 5s.",
+        parse=_compaction_retention,
     )
     conns: int = option(
         "--etcd-conns",

@@ -48,7 +48,13 @@ RESERVED_OPTIONS = {
 }
 OPTIONS_BY_NAME: dict[str, Option] = {option.flag.removeprefix("--etcd-"): option for option in OPTIONS}
 # options of the local etcd a suite starts for each run (no endpoints): they make that cluster, not the Locust command
-LOCAL_CLUSTER_OPTIONS = ("local-binary", "local-peer-rtt", "local-heartbeat", "local-election")
+LOCAL_CLUSTER_OPTIONS = (
+    "local-binary",
+    "local-peer-rtt",
+    "local-heartbeat",
+    "local-election",
+    "local-compaction-retention",
+)
 
 
 class SuiteError(ValueError):

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from checks import assert_no_traceback, failure_labels, history, stats_rows
+from checks import assert_no_traceback, failure_labels, history, refusal_line, stats_rows
 from support import (
     HEADLESS,
     REPO,
@@ -229,3 +229,69 @@ def test_the_command_line_sets_the_quota_and_the_compaction(tmp_path):
         if process.poll() is None:
             process.kill()
         process.wait()
+
+
+# etcd's own record of the compactions its store has done (a histogram: its count is how many)
+COMPACTIONS = "etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_count"
+STARTED = re.compile(r"started a local etcd \(1 member, [^)]*\): (http://127\.0\.0\.1:\d+); (.*)$", re.MULTILINE)
+QUIET_SECONDS = 8  # of writes with compaction off: the 1s case compacts within them several times
+
+
+@pytest.mark.parametrize(("retention", "compacts"), [("0", False), ("1s", True)])
+def test_the_run_s_own_local_etcd_never_compacts_with_a_retention_of_0(tmp_out, retention, compacts):
+    args = (*HEADLESS, "-u", "2", "-r", "2", "-t", "60s", "--etcd-prefix", "/test-space/", "--etcd-user-rate", "20")
+    args += ("--etcd-local-compaction-retention", retention, "EtcdPutUser")
+    with start_locust(*args, log_dir=tmp_out) as process:
+        deadline = time.monotonic() + 60
+        while not (started := STARTED.search(process.output()[1])):
+            assert process.poll() is None and time.monotonic() < deadline, process.output()[1][-3000:]
+            time.sleep(0.2)
+        endpoint, space = started.groups()
+        assert space.endswith("no auto-compaction" if not compacts else "history compacted every 1s"), space
+        first = int(gateway(endpoint, "kv/put", key=b"/test-space/first", value=b"1")["header"]["revision"])
+        quiet_until = time.monotonic() + QUIET_SECONDS
+        deadline = time.monotonic() + 40
+        while True:  # the users' puts move the revision on, past the first
+            answer = gateway(endpoint, "kv/range", key=b"/test-space/first", revision=first)
+            if compacts and "error" in answer:
+                break
+            assert process.poll() is None, process.output()[1][-3000:]
+            if not compacts and time.monotonic() > quiet_until:
+                break
+            assert time.monotonic() < deadline, f"the history was not compacted within 40 s: {answer}"
+            time.sleep(0.5)
+        compactions = metric(f"{endpoint}/metrics", COMPACTIONS)
+        revision = int(gateway(endpoint, "kv/range", key=b"/test-space/first")["header"]["revision"])
+        process.interrupt()
+        result = process.finish(timeout=60)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_no_traceback(result.stdout + result.stderr)
+    assert revision > first + 20  # the users wrote all along
+    if compacts:
+        assert "required revision has been compacted" in answer["error"], answer
+        assert compactions >= 1
+    else:
+        assert "error" not in answer and base64.b64decode(answer["kvs"][0]["value"]) == b"1", answer
+        assert compactions == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--etcd-local-compaction-retention", "5"),
+            "--etcd-local-compaction-retention: '5' is not a retention; give whole seconds, minutes or hours, e.g. 5s, "
+            "10m or 1h (0: no compaction)",
+        ),
+        (
+            ("--etcd-endpoints", "http://127.0.0.1:1", "--etcd-local-compaction-retention", "0"),
+            "--etcd-local-compaction-retention: sets the compaction of the local etcd the tool starts, and "
+            "--etcd-endpoints gives a cluster of your own (--etcd-compact-interval compacts it); leave one of them out",
+        ),
+    ],
+)
+def test_a_bad_or_misplaced_retention_is_refused_in_one_line(args, message):
+    result = run_locust(*HEADLESS, "-u", "1", "-t", "1s", *args, "EtcdPutUser", timeout=60)
+    assert message in refusal_line(result)
+    assert "started a local etcd" not in result.stderr

@@ -16,7 +16,9 @@ import pytest
 from support import REPO, kill_group, read_csv_rows
 from support import SMALL_SUITE as SMALL
 
+from etcd_users.analysis.rank_test import least_runs
 from etcd_users.open_files import OTHER_FILES
+from etcd_users.suite.loader import load_suite
 
 pytestmark = pytest.mark.e2e
 
@@ -179,6 +181,20 @@ def test_ready_suites_and_their_quick_sections_are_valid():
     dry = run_suite("run", "suites/single-vs-three-members.yaml", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "output in out/suites/single-vs-three-members" in dry.stdout
+
+
+def test_a_ready_suite_that_compares_has_the_repeats_its_rank_test_needs_to_call_a_row_worse():
+    # with fewer runs a side than least_runs() the rank interval does not exist: every row same or inconclusive
+    comparing = [path for path in sorted((REPO / "suites").glob("*.yaml")) if load_suite(path).compare is not None]
+    assert [path.name for path in comparing] == ["version-compare.yaml"]
+    for path in comparing:
+        assert load_suite(path).repeats >= least_runs() == 4, path
+    # its quick table tries the commands in a minute and decides nothing
+    result = run_suite("run", "suites/version-compare.yaml", "--quick", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "2 combinations × 2 repeats = 4 runs of 3s" in result.stdout
+    result = run_suite("run", "suites/version-compare.yaml", "--dry-run")
+    assert "12 combinations × 4 repeats = 48 runs of 8s" in result.stdout
 
 
 @pytest.mark.parametrize(

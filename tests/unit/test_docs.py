@@ -63,6 +63,12 @@ def test_the_reference_page_lists_every_option_of_the_parser(rendered):
     assert missing_from_reference(flags, rendered) == []
 
 
+def test_the_step_time_s_row_names_every_shape_that_holds_a_level_for_it(rendered):
+    # plan.py holds StepSpikeShape's steps, ConcurrencyLadderShape's rungs and each capacity probe that long
+    row = next(line for line in rendered.splitlines() if line.startswith("| [`--shape-step-time`]"))
+    assert all(shape in row for shape in ("StepSpikeShape", "ConcurrencyLadderShape", "CapacitySearchShape")), row
+
+
 def test_each_option_has_its_environment_variable_and_the_placeholder_is_gone(hook, rendered):
     assert hook.PLACEHOLDER not in rendered
     for flag in tool_flags():

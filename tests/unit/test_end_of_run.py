@@ -6,6 +6,7 @@ import locust  # noqa: F401  (gevent patching before anything else loads: the la
 import os
 
 from etcd_users.features.latency.end_of_run import TITLE, files_lines, run_files, table_lines
+from etcd_users.hdr import SIGNIFICANT_FIGURES, histogram_of, percentiles_us
 from etcd_users.latency.store import LatencyRow
 
 
@@ -35,6 +36,16 @@ def test_the_table_has_microsecond_figures_service_before_intended_and_aggregate
         "-" * 107,
         "         Aggregated          service         25         5     0.500     0.500     0.500     0.500     0.500",
     ]
+
+
+def test_the_title_says_the_precision_the_histograms_keep():
+    # one line, and true: to the microsecond below 2 ms, a coarser bucket above (32 µs wide near 40 ms)
+    assert "\n" not in TITLE and f"{SIGNIFICANT_FIGURES} significant digits: to the µs below 2 ms" in TITLE
+    for micros in (1, 999, 1_500, 1_999, 2_047):
+        assert percentiles_us(histogram_of([micros / 1000]), [100]) == [micros]
+    near_40_ms = histogram_of([40.001])
+    assert percentiles_us(near_40_ms, [100]) == [40_031]  # the top of its bucket, 40.000-40.031 ms
+    assert near_40_ms.get_highest_equivalent_value(40_001) - near_40_ms.get_lowest_equivalent_value(40_001) == 31
 
 
 def test_no_request_no_table():

@@ -16,6 +16,7 @@ from etcd_users.core.features import OPTIONS
 from etcd_users.features.gates.options import Gate, SlaError, parse_gate, parse_gates
 from etcd_users.features.monitoring.server_metrics import member_urls
 from etcd_users.keys import next_page_key
+from etcd_users.local import AUTO_COMPACTION_RETENTION, cluster_from_settings
 from etcd_users.settings import (
     DEFAULT_PREFIX,
     Credentials,
@@ -181,6 +182,10 @@ BAD_OPTIONS = [
     bad("etcd_local_heartbeat", -1, "--etcd-local-heartbeat: -1 must be zero or more"),
     bad("etcd_local_election", 300, "--etcd-local-election: 300 ms is less than 5 heartbeats of 100 ms, which etcd "
         "refuses; give --etcd-local-heartbeat and --etcd-local-election together, e.g. 100 and 1000"),
+    bad("etcd_local_compaction_retention", "5", "--etcd-local-compaction-retention: '5' is not a retention; give "
+        "whole seconds, minutes or hours, e.g. 5s, 10m or 1h (0: no compaction)"),
+    bad("etcd_local_compaction_retention", "500ms", "--etcd-local-compaction-retention: '500ms' is not a retention"),
+    bad("etcd_local_compaction_retention", "-1s", "--etcd-local-compaction-retention: '-1s' is not a retention"),
     bad("etcd_local_binary", "etcd", "--etcd-local-binary: 'etcd' is neither a path nor a version; give the path of "
         "an etcd binary (with a '/', e.g. /usr/bin/etcd) or a version such as 3.4"),
     bad("etcd_upgrade_binary", "newest", "--etcd-upgrade-binary: 'newest' is neither a path nor a version; give the "
@@ -389,6 +394,28 @@ def test_a_bad_value_is_one_line_naming_its_option(dest, value, message, context
     overrides[dest] = with_tls_dir(value, tls)
     error = one_line_error(SettingsError, settings_from_options, options(**overrides))
     assert error.startswith(with_tls_dir(message, tls)), error
+
+
+@pytest.mark.parametrize(
+    ("given", "retention", "describe"),
+    [
+        ("", "5s", "history compacted every 5s"),
+        ("0", None, "no auto-compaction"),
+        ("10m", "10m", "history compacted every 10m"),
+        (" 1h ", "1h", "history compacted every 1h"),
+    ],
+)
+def test_the_local_etcd_compacts_with_the_retention_given_and_never_with_0(given, retention, describe):
+    [declared] = [option for option in OPTIONS if option.flag == "--etcd-local-compaction-retention"]
+    assert f"Empty: {AUTO_COMPACTION_RETENTION}." in declared.help  # what its reference says of the default
+    settings = settings_from_options(options(etcd_local_compaction_retention=given))
+    cluster, _ = cluster_from_settings(settings, 1)
+    assert cluster.auto_compaction_retention == retention
+    assert describe in cluster.describe_space()
+    flags = cluster._space_args()
+    assert ("--auto-compaction-retention" in flags) == (retention is not None)
+    if retention:
+        assert flags[flags.index("--auto-compaction-retention") + 1] == retention
 
 
 def test_every_option_that_can_be_wrong_has_a_bad_value_above():

@@ -22,7 +22,11 @@ from etcd_users.latency.store import LatencyRow
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
-TITLE = "Exact response times in ms (HDR histograms, to the microsecond; Locust's own tables round to whole ms)"
+# the HDR histograms' 3 significant digits: buckets 1 µs wide below 2.048 ms, 32 µs near 40 ms (etcd_users.hdr)
+TITLE = (
+    "Exact response times in ms (HDR histograms, 3 significant digits: to the µs below 2 ms; "
+    "Locust's own tables round to whole ms)"
+)
 COLUMNS = ("# reqs", "# fails", "P50", "P90", "P99", "P99.9", "Max")
 TYPE_WIDTH = 8  # at least, as Locust's tables
 NUMBER_WIDTH = 10

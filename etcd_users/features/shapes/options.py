@@ -146,7 +146,8 @@ class ShapeSettings(OptionGroup):
     step_time: int = option(
         "--shape-step-time",
         120,
-        "Seconds each step is held: the QPS steps of StepSpikeShape and the rungs of ConcurrencyLadderShape.",
+        "Seconds each step is held: the QPS steps of StepSpikeShape, the rungs of ConcurrencyLadderShape and each "
+        "probe of CapacitySearchShape.",
         parse=_duration(1),
     )
     max_qps: int = option(

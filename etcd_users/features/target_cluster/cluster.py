@@ -28,7 +28,7 @@ from etcd_users.local import (
     cluster_from_settings,
 )
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
-from etcd_users.settings.connection import LOCAL_BINARY_FLAG
+from etcd_users.settings.connection import COMPACTION_RETENTION_FLAG, LOCAL_BINARY_FLAG
 from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG, ZONE_RTT_FLAG, ZONES_FLAG
 from etcd_users.transport.access import PERMISSION_DENIED, access_problem, grant, who
 from etcd_users.transport.errors import EndpointError, error_detail
@@ -76,6 +76,12 @@ class TargetCluster:
                         f"{flag}: sets the network of the local etcd the tool starts, and --etcd-endpoints gives a "
                         "cluster of your own; leave one of them out"
                     )
+            if settings.local_compaction_retention:
+                raise SettingsError(
+                    f"{COMPACTION_RETENTION_FLAG}: sets the compaction of the local etcd the tool starts, and "
+                    "--etcd-endpoints gives a cluster of your own (--etcd-compact-interval compacts it); leave one of "
+                    "them out"
+                )
         if self.local is not None:  # the web UI's form may bring another
             upgrade = choose_upgrade_binary(settings.disruptions.upgrade_binary, self.local.binary)
             self.local.upgrade_binary = upgrade.path if upgrade else None
