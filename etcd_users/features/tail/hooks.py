@@ -21,7 +21,7 @@ from etcd_users.features.disruptions.state import DisruptionWindows
 from etcd_users.features.tail import attribution
 from etcd_users.features.tail.client_signals import ClientSignals
 from etcd_users.features.tail.events import DISRUPTION, Event, clock
-from etcd_users.features.tail.scrape import MemberScrape, start_scrape
+from etcd_users.features.tail.scrape import MemberScrape, member_name, start_scrape
 from etcd_users.features.tail.seconds import SecondsKept
 from etcd_users.files import CLIENT_BOUND_PCT, LOCAL_PROCESS, MASTER_PROCESS, SUFFIXES
 from etcd_users.latency.client_cpu import ClientCpu, Row
@@ -43,7 +43,7 @@ def disruption_events(windows: list[dict]) -> list[Event]:
         ended = finished if finished is not None else started
         outcome = "done" if window.get("ok") else (window.get("error") or window.get("result") or "unfinished")
         evidence = f"the tool's {window.get('item')} from {clock(started)} to {clock(ended)} ({outcome})"
-        members = ",".join(str(member) for member in window.get("members") or ()) or "cluster"
+        members = ",".join(member_name(str(member)) for member in window.get("members") or ()) or "cluster"
         found.append(Event(ended, DISRUPTION + str(window.get("action")), members, evidence, since=started, size=1.0))
     return found
 

@@ -1,0 +1,190 @@
+"""The tail of a run: causes provoked from outside the tool (etcdctl compact, defrag, move-leader, snapshot save, a
+member frozen with SIGSTOP), one of the tool's own disruptions and a GC pause forced in a worker are each in
+``tail.events`` within 2 s of when they happened, and a second beside each names it; a quiet run names no defrag and
+no leader change."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import started_cluster
+from support import REPO, headless_args, run_locust
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ETCDCTL = str(Path(sys.executable).parent / "etcdctl")
+NEAR_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def quiet_etcd3():
+    """Three members without auto-compaction: a compaction in the run is the test's own."""
+    with started_cluster(3, auto_compaction_retention=None) as cluster:
+        yield cluster
+
+
+def etcdctl(endpoint: str, *args: str) -> str:
+    result = subprocess.run(
+        [ETCDCTL, "--endpoints", endpoint, *args], capture_output=True, text=True, timeout=20, check=True
+    )
+    return result.stdout
+
+
+def status(endpoint: str) -> dict:
+    return json.loads(etcdctl(endpoint, "endpoint", "status", "-w", "json"))[0]["Status"]
+
+
+def host(url: str) -> str:
+    return url.split("://", 1)[-1]
+
+
+def tail_of(prefix: Path) -> dict:
+    summary = json.loads(Path(f"{prefix}_summary.json").read_text())
+    assert summary["tail"] == json.loads(Path(f"{prefix}_tail.json").read_text())
+    return summary["tail"]
+
+
+def assert_seen(tail: dict, cause: str, at: float, member: str | None = None) -> None:
+    """An event of ``cause`` (on ``member``) within NEAR_S of ``at``, and a second of the report beside it names it."""
+    events = [
+        event for event in tail["events"] if event["cause"] == cause and (member is None or event["member"] == member)
+    ]
+    assert any(abs(event["at"] - at) <= NEAR_S for event in events), (cause, member, at, events)
+    beside = [item for item in tail["seconds"] if abs(item["at"] + 0.5 - at) <= 1.5]
+    assert any(cause in {found["cause"] for found in item["causes"]} for item in beside), (cause, at, beside)
+
+
+def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_etcd3, tmp_out):
+    cluster = quiet_etcd3
+    endpoints = cluster.endpoints
+    leader = cluster.leader_index()
+    followers = [index for index in range(3) if index != leader]
+    provoked: dict[str, tuple[float, str | None]] = {}
+    failures: list[BaseException] = []
+
+    def at(seconds: float, started: float) -> None:
+        time.sleep(max(0.0, started + seconds - time.time()))
+
+    def provoke(started: float) -> None:
+        try:
+            at(3.0, started)
+            revision = status(endpoints[0])["header"]["revision"]
+            etcdctl(endpoints[0], "compact", str(revision - 1))
+            provoked["compaction"] = (time.time(), None)
+            at(5.5, started)
+            began = time.time()
+            etcdctl(endpoints[followers[0]], "defrag")
+            provoked["defrag"] = ((began + time.time()) / 2, host(endpoints[followers[0]]))
+            at(8.0, started)
+            target = status(endpoints[followers[1]])["header"]["member_id"]
+            etcdctl(",".join(endpoints), "move-leader", format(target, "x"))
+            provoked["leader-change"] = (time.time(), None)
+            at(10.5, started)
+            began = time.time()
+            etcdctl(endpoints[followers[0]], "snapshot", "save", str(tmp_out / "snapshot.db"))
+            provoked["snapshot"] = ((began + time.time()) / 2, host(endpoints[followers[0]]))
+            at(13.0, started)
+            paused = cluster.leader_index()
+            paused = next(index for index in range(3) if index != paused)
+            cluster.pause_member(paused)
+            provoked["member-unanswering"] = (time.time() + 1.0, host(endpoints[paused]))
+            time.sleep(2.0)
+            cluster.resume_member(paused)
+        except BaseException as error:  # reported by the test, not lost in the thread
+            failures.append(error)
+
+    prefix = tmp_out / "provoked"
+    args = headless_args(cluster, prefix, "--etcd-tail", "100", "--etcd-cleanup", users=4, seconds=19)
+    args += ["--etcd-disrupt", "defrag:leader@16.5s", "--etcd-disrupt-allowed", "EtcdPutUser"]
+    thread = threading.Thread(target=provoke, args=(time.time() + 4.0,))  # the run's start: its local checks first
+    thread.start()
+    result = run_locust(*args, timeout=120)
+    thread.join()
+    assert not failures, failures
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    tail = tail_of(prefix)
+    for cause, (when, member) in provoked.items():
+        assert_seen(tail, cause, when, member)
+    disruption = [event for event in tail["events"] if event["cause"] == "disruption:defrag"]
+    assert len(disruption) == 1, tail["events"]
+    assert_seen(tail, "disruption:defrag", disruption[0]["at"])
+    assert "between the scrapes at" in next(e for e in tail["events"] if e["cause"] == "defrag")["evidence"]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("tail: ")]
+    assert lines and "a coincidence in time, not a proof" in lines[0], result.stderr[-3000:]
+    assert any("did not meet the source reports' precondition" in line and "compaction" in line for line in lines)
+    assert tail["precondition"]["met"] is False
+
+
+def test_a_quiet_run_names_no_defrag_and_no_leader_change(etcd1, tmp_out):
+    prefix = tmp_out / "quiet"
+    result = run_locust(*headless_args(etcd1, prefix, "--etcd-cleanup", "EtcdPutUser", users=2, seconds=5), timeout=90)
+    assert result.returncode == 0, result.stderr[-3000:]
+    tail = tail_of(prefix)
+    named = {event["cause"] for event in tail["events"]}
+    named |= {cause["cause"] for item in tail["seconds"] for cause in item["causes"]}
+    assert not named & {"defrag", "leader-change", "snapshot", "member-unanswering"}, tail
+    assert 0 < len(tail["seconds"]) <= 10
+    assert all(item["causes"] for item in tail["seconds"])
+
+
+GC_LOCUSTFILE = """
+import gc
+import os
+import time
+
+import gevent
+from gevent import monkey
+from locust import events
+from locust.runners import MasterRunner
+
+from etcd_users.locustfile import *  # noqa: F403
+
+_real_sleep = monkey.get_original("time", "sleep")
+_forced = []
+
+
+def _slow_collection(phase, info):
+    if phase == "stop" and _forced:
+        _forced.clear()
+        _real_sleep(0.3)  # the collection "took" 300 ms more: every thread of the process waits on it
+
+
+def _force_later():
+    gevent.sleep(3.0)
+    with open(os.environ["TAIL_GC_MARK"], "a") as mark:
+        mark.write(f"{time.time()}\\n")
+    _forced.append(True)
+    gc.collect()
+
+
+@events.test_start.add_listener
+def _on_test_start(environment, **_kwargs):
+    if not isinstance(environment.runner, MasterRunner):
+        gc.callbacks.insert(0, _slow_collection)
+        gevent.spawn(_force_later)
+"""
+
+
+def test_a_gc_pause_forced_in_a_worker_is_named_client_gc_on_the_master(etcd1, tmp_out):
+    locustfile = tmp_out / "gc_locustfile.py"
+    locustfile.write_text(GC_LOCUSTFILE)
+    mark = tmp_out / "gc.mark"
+    prefix = tmp_out / "gc"
+    args = headless_args(
+        etcd1, prefix, "--etcd-tail", "100", "--etcd-cleanup", "--processes", "1", "EtcdPutUser", users=2, seconds=7
+    )
+    args[args.index("locustfile.py")] = str(locustfile)
+    result = run_locust(*args, timeout=120, env={"TAIL_GC_MARK": str(mark)}, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    forced = float(mark.read_text().split()[0])
+    tail = tail_of(prefix)
+    gc_events = [event for event in tail["events"] if event["cause"] == "client-gc"]
+    assert gc_events and all(event["member"] not in ("local", "master") for event in gc_events), gc_events
+    assert any("stopped the process for 3" in event["evidence"] for event in gc_events), gc_events
+    assert_seen(tail, "client-gc", forced + 0.3)
