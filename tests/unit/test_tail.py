@@ -1,0 +1,152 @@
+"""The tail's pure parts: a member's page read and compared scrape to scrape, the spikes against the run's own median,
+the worst seconds and the ranking of their causes, the precondition, the seconds' exact P99."""
+
+from __future__ import annotations
+
+from etcd_users import hdr
+from etcd_users.features.tail import attribution
+from etcd_users.features.tail.events import Event
+from etcd_users.features.tail.member_signals import Sample, between, read_page
+from etcd_users.features.tail.seconds import OPEN_SECONDS, Second, SecondsKept
+
+PAGE = """# HELP etcd_server_leader_changes_seen_total The number of leader changes seen.
+# TYPE etcd_server_leader_changes_seen_total counter
+etcd_server_leader_changes_seen_total {leader}
+etcd_server_is_leader {is_leader}
+etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_bucket{{le="100"}} {compactions}
+etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_bucket{{le="+Inf"}} {compactions}
+etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_sum {compaction_ms}
+etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_count {compactions}
+etcd_debugging_mvcc_db_compaction_keys_total {keys}
+etcd_disk_backend_defrag_duration_seconds_sum {defrag_s}
+etcd_disk_backend_defrag_duration_seconds_count {defrags}
+etcd_disk_wal_fsync_duration_seconds_bucket{{le="0.001"}} {fast}
+etcd_disk_wal_fsync_duration_seconds_bucket{{le="0.016"}} {fsyncs}
+etcd_disk_wal_fsync_duration_seconds_bucket{{le="+Inf"}} {fsyncs}
+etcd_disk_wal_fsync_duration_seconds_sum {fsync_s}
+etcd_disk_wal_fsync_duration_seconds_count {fsyncs}
+etcd_server_slow_apply_total 0
+grpc_server_started_total{{grpc_method="Snapshot",grpc_service="etcdserverpb.Maintenance"}} {streams}
+grpc_server_started_total{{grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"}} 999
+process_cpu_seconds_total 12.5
+"""
+QUIET = dict(leader=1, is_leader=0, compactions=2, compaction_ms=30, keys=100, defrag_s=0, defrags=0)
+QUIET |= dict(fast=90, fsyncs=100, fsync_s=0.05, streams=0)
+
+
+def page(**changes) -> str:
+    return PAGE.format(**(QUIET | changes))
+
+
+def test_a_quiet_interval_has_no_event_and_keeps_the_fsync_mean():
+    events, samples = between("m:1", read_page(page(), 10.0), read_page(page(fsyncs=110, fast=100, fsync_s=0.06), 11.0))
+    assert events == []
+    [fsync] = [sample for sample in samples if sample.kind == "fsync"]
+    assert (round(fsync.mean_ms, 9), fsync.count, fsync.since, fsync.at) == (1.0, 10, 10.0, 11.0)
+    assert fsync.p99_ms is not None and fsync.p99_ms <= 1.0  # all ten in the 1 ms bucket
+
+
+def test_each_counter_that_grew_is_an_event_of_its_member_between_the_two_scrapes():
+    after = page(leader=2, is_leader=1, compactions=3, compaction_ms=95, keys=1100, defrags=1, defrag_s=0.25, streams=1)
+    events, _ = between("m:1", read_page(page(), 10.0), read_page(after, 11.0))
+    by_cause = {event.cause: event for event in events}
+    assert sorted(by_cause) == ["compaction", "defrag", "leader-change", "snapshot"]
+    assert all((event.member, event.since, event.at) == ("m:1", 10.0, 11.0) for event in events)
+    assert "1 compaction taking 65 ms, 1000 keys compacted" in by_cause["compaction"].evidence
+    assert "1 defragmentation taking 250 ms" in by_cause["defrag"].evidence
+    assert "now the leader" in by_cause["leader-change"].evidence
+    assert "1 Snapshot stream started by a client" in by_cause["snapshot"].evidence
+    assert "between the scrapes at" in by_cause["defrag"].evidence
+
+
+def test_counters_that_went_back_a_restarted_member_are_no_event():
+    events, _ = between("m:1", read_page(page(leader=5, compactions=9, defrags=3), 10.0), read_page(page(), 11.0))
+    assert events == []
+
+
+def sample(at: float, mean_ms: float, kind: str = "fsync", p99_ms: float | None = None) -> Sample:
+    return Sample(kind, "m:1", at - 1, at, mean_ms, 10, p99_ms)
+
+
+def test_a_spike_is_three_times_the_member_s_own_median_and_at_least_a_millisecond():
+    samples = [sample(at, 2.0) for at in range(10)] + [sample(20, 6.5), sample(21, 5.0)]
+    spikes = attribution.spikes(samples)
+    assert [(event.cause, event.at) for event in spikes] == [("fsync", 20)]
+    assert "3.2x the member's median of 2.00 ms" in spikes[0].evidence
+    # the same ratio below a millisecond is no spike
+    assert attribution.spikes([sample(at, 0.1) for at in range(10)] + [sample(20, 0.9)]) == []
+
+
+def event(at: float, cause: str, since: float | None = None, size: float = 1.0, member: str = "m:1") -> Event:
+    return Event(at, cause, member, f"{cause} seen", since=since, size=size)
+
+
+def test_a_second_s_causes_inside_it_come_before_heavier_ones_beside_it_and_far_events_are_none():
+    events = [
+        event(101.5, "leader-change"),  # the second after
+        event(100.6, "compaction", since=99.7),  # overlaps the second
+        event(103.5, "defrag"),  # two seconds later: no cause of second 100
+        event(100.2, "compaction", since=99.2, size=0.5, member="m:2"),
+    ]
+    found = attribution.causes(100, events)
+    assert [(e.cause, e.member, distance) for e, distance in found] == [
+        ("compaction", "m:1", 0),
+        ("compaction", "m:2", 0),
+        ("leader-change", "m:1", 1),
+    ]
+    assert attribution.causes(110, events) == []
+
+
+def test_the_report_names_the_worst_seconds_and_every_second_with_errors_else_unexplained():
+    seconds = {s: Second(s, float((s - 1000) % 7), 100, 0) for s in range(1000, 1020)}
+    seconds[1003].errors = 2  # P99 3 ms: not among the 2 worst, reported for its errors
+    tail = attribution.report(seconds, [event(1006.5, "defrag", since=1006.0)], 2, started=1000.4)
+    assert [(item["at"], item["second"], item["p99_ms"]) for item in tail["seconds"]] == [
+        (1006, 6, 6.0),
+        (1013, 13, 6.0),
+        (1003, 3, 3.0),
+    ]
+    assert [cause["cause"] for cause in tail["seconds"][0]["causes"]] == ["defrag"]
+    assert tail["seconds"][0]["causes"][0]["evidence"] == "defrag seen; in that second"
+    assert tail["seconds"][1]["causes"] == [
+        {"cause": "unexplained", "member": "", "evidence": "no event within 1 s of it"}
+    ]
+    assert tail["events"] == [{"at": 1006.5, "cause": "defrag", "member": "m:1", "evidence": "defrag seen"}]
+    lines = attribution.lines(tail, None, "1 member's /metrics read each second")
+    assert lines[0].startswith("tail: the 3 worst seconds") and "not a proof" in lines[0]
+    assert (
+        lines[1].startswith("tail: s 6 (") and "P99 6.000 ms, 100 requests, 0 errors: beside defrag on m:1" in lines[1]
+    )
+    assert lines[2].endswith(": unexplained (no event within 1 s)")
+    assert lines[-1] == "tail: 1 event during the run (defrag 1); 1 member's /metrics read each second"
+    assert attribution.lines({"seconds": [], "events": []}, None, "x")[-1] == "tail: no event during the run; x"
+
+
+def test_the_precondition_is_broken_by_a_compaction_a_snapshot_or_a_slow_fsync_in_the_window():
+    quiet = [sample(at, 2.0, p99_ms=4.0) for at in range(100, 110)]
+    assert attribution.precondition([event(105, "defrag")], quiet, 100, 110) == {
+        "met": True,
+        "broken_by": None,
+        "breaks": 0,
+    }
+    slow = attribution.precondition([], [*quiet, sample(107, 3.0, p99_ms=12.5)], 100, 110)
+    assert not slow["met"] and slow["broken_by"].startswith("WAL fsync P99 12.5 ms on m:1 at ")
+    both = attribution.precondition(
+        [event(108, "compaction"), event(104, "snapshot")], [sample(107, 3.0, p99_ms=12.5)], 100, 110
+    )
+    assert both["broken_by"].startswith("snapshot on m:1 at ") and both["breaks"] == 3
+    assert attribution.precondition([event(120, "compaction")], quiet, 100, 110)["met"]  # after the window
+
+
+def test_the_seconds_p99_is_the_exact_one_of_every_name_merged_and_late_reports_still_count():
+    kept = SecondsKept()
+    fast = hdr.histogram_of([1.0] * 98)
+    slow = hdr.histogram_of([40.0, 50.0])
+    kept.add(500, ("etcd", "put", "service"), fast, 0)
+    kept.add(500, ("etcd", "range", "service"), slow, 3)
+    kept.add(500, ("etcd", "put", "intended"), hdr.histogram_of([900.0] * 50), 0)  # not the service time
+    kept.add(500 + OPEN_SECONDS + 1, ("etcd", "put", "service"), fast, 0)  # closes second 500
+    kept.add(500, ("etcd", "put", "service"), None, 2)  # a worker's late report
+    second = kept.all()[500]
+    assert (second.requests, second.errors) == (105, 5)
+    assert 39.9 <= second.p99_ms <= 40.1  # the 99th of 100 latencies: 40 ms, to HDR's precision
