@@ -150,3 +150,13 @@ def test_the_seconds_p99_is_the_exact_one_of_every_name_merged_and_late_reports_
     second = kept.all()[500]
     assert (second.requests, second.errors) == (105, 5)
     assert 39.9 <= second.p99_ms <= 40.1  # the 99th of 100 latencies: 40 ms, to HDR's precision
+
+
+def test_the_plain_reader_of_the_wanted_lines_agrees_with_the_exposition_parser():
+    from etcd_users.exposition import parse_metrics
+    from etcd_users.features.tail.member_signals import WANTED, samples
+
+    text = page() + 'grpc_server_started_total{grpc_method="Snapshot",note="a \\"quoted\\", comma"} 2\n'
+    wanted = "\n".join(line for line in text.splitlines() if line.startswith(WANTED))
+    assert list(samples(text)) == [(s.name, s.labels, s.value) for s in parse_metrics(wanted)]
+    assert len(list(samples(text))) == 16
