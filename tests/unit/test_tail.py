@@ -160,3 +160,52 @@ def test_the_plain_reader_of_the_wanted_lines_agrees_with_the_exposition_parser(
     wanted = "\n".join(line for line in text.splitlines() if line.startswith(WANTED))
     assert list(samples(text)) == [(s.name, s.labels, s.value) for s in parse_metrics(wanted)]
     assert len(list(samples(text))) == 16
+
+
+def write_tail(prefix, seconds: list[list[str]], met: bool = True) -> None:
+    import json
+    from pathlib import Path
+
+    document = {
+        "seconds": [
+            {
+                "at": 1000 + i,
+                "second": i,
+                "p99_ms": 5.0,
+                "requests": 10,
+                "errors": 0,
+                "causes": [
+                    {"cause": c, "member": "" if c == "unexplained" else "m:1", "evidence": "e"} for c in causes
+                ],
+            }
+            for i, causes in enumerate(seconds)
+        ],
+        "events": [],
+        "precondition": {"met": met, "broken_by": None if met else "compaction on m:1 at 00:00:01.000", "breaks": 1},
+    }
+    Path(f"{prefix}_tail.json").write_text(json.dumps(document))
+
+
+def test_the_analysis_names_causes_one_side_s_worst_seconds_had_and_the_other_s_lacked(tmp_path):
+    from etcd_users.analysis.load import Run
+    from etcd_users.analysis.tail import cause_difference_notes, precondition_note, worst_seconds_table
+
+    before, after, bare = (Run(label, str(tmp_path / label)) for label in ("before", "after", "bare"))
+    write_tail(before.prefix, [["compaction"], ["unexplained"]])
+    write_tail(after.prefix, [["defrag", "compaction"], ["leader-change"]], met=False)
+    assert cause_difference_notes([before], [after]) == [
+        "the candidate's worst seconds had defrag, leader-change beside them and the baseline's did not "
+        "(PREFIX_tail.json): a difference the verdicts may come from."
+    ]
+    assert cause_difference_notes([before], [before]) == []
+    assert cause_difference_notes([bare], [after]) == []  # a side without tails: nothing to say
+    assert "did not meet the source reports' precondition" in precondition_note(after)
+    assert "compaction on m:1 at 00:00:01.000 first" in precondition_note(after)
+    assert precondition_note(before).startswith("before: the window met") and precondition_note(bare) is None
+    table = worst_seconds_table([before, after])
+    assert list(table["beside"]) == [
+        "compaction on m:1",
+        "unexplained",
+        "defrag on m:1; compaction on m:1",
+        "leader-change on m:1",
+    ]

@@ -15,5 +15,9 @@ from etcd_users.core.features import Feature
 from etcd_users.features.tail.options import TailSettings
 
 FEATURE = Feature(
-    "tail of a run", TailSettings, hooks="hooks:TailHooks", docs="tail.md", public=("attribution", "events")
+    "tail of a run",
+    TailSettings,
+    hooks="hooks:TailHooks",
+    docs="tail.md",
+    public=("attribution", "events", "member_signals", "scrape"),
 )
