@@ -6,15 +6,18 @@ no leader change."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import started_cluster
-from support import REPO, headless_args, run_locust
+from support import REPO, free_port, headless_args, run_analysis, run_locust, start_locust
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -119,6 +122,11 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
     assert lines and "a coincidence in time, not a proof" in lines[0], result.stderr[-3000:]
     assert any("did not meet the source reports' precondition" in line and "compaction" in line for line in lines)
     assert tail["precondition"]["met"] is False
+    analysis = run_analysis(prefix)
+    assert analysis.returncode == 0, analysis.stderr
+    assert "Worst seconds and the events beside them" in analysis.stdout
+    assert f"defrag on {provoked['defrag'][1]}" in analysis.stdout
+    assert "did not meet the source reports' precondition" in analysis.stdout
 
 
 def test_a_quiet_run_names_no_defrag_and_no_leader_change(etcd1, tmp_out):
@@ -184,7 +192,53 @@ def test_a_gc_pause_forced_in_a_worker_is_named_client_gc_on_the_master(etcd1, t
     assert result.returncode == 0, result.stderr[-3000:]
     forced = float(mark.read_text().split()[0])
     tail = tail_of(prefix)
-    gc_events = [event for event in tail["events"] if event["cause"] == "client-gc"]
-    assert gc_events and all(event["member"] not in ("local", "master") for event in gc_events), gc_events
-    assert any("stopped the process for 3" in event["evidence"] for event in gc_events), gc_events
+    # the worker's pause, on the master's timeline under the worker's id (the master may have real pauses of its own)
+    forced_events = [
+        event
+        for event in tail["events"]
+        if event["cause"] == "client-gc"
+        and event["member"] not in ("local", "master")
+        and re.search(r"stopped the process for 3\d\d ms", event["evidence"])
+    ]
+    assert len(forced_events) == 1 and abs(forced_events[0]["at"] - forced) <= NEAR_S, tail["events"]
     assert_seen(tail, "client-gc", forced + 0.3)
+
+
+def test_the_web_ui_s_tail_tab_shows_the_worst_seconds_so_far_with_a_disruption_beside_one(etcd1, tmp_out):
+    port = free_port()
+    args = ("-f", "locustfile.py", "--etcd-endpoints", ",".join(etcd1.endpoints), "--etcd-cleanup")
+    args += ("--etcd-disrupt", "defrag@2s", "--etcd-disrupt-allowed", "EtcdPutUser")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+    url = f"http://127.0.0.1:{port}"
+
+    def call(path: str, form: dict | None = None) -> dict:
+        data = urllib.parse.urlencode(form).encode() if form is not None else None
+        with opener.open(urllib.request.Request(url + path, data=data), timeout=10) as response:
+            return json.loads(response.read())
+
+    def tab() -> list[dict]:
+        stats = call("/stats/requests")
+        return next(table["data"] for table in stats["extended_stats"] if table["key"] == "etcd-tail")
+
+    with start_locust(*args, "--web-host", "127.0.0.1", "--web-port", str(port), log_dir=tmp_out) as process:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                [hint] = tab()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, process.output()[1][-3000:]
+                time.sleep(0.3)
+        assert hint["name"].startswith("No second measured yet")
+        assert call("/swarm", {"user_count": "2", "spawn_rate": "2"})["success"]
+        deadline = time.monotonic() + 30
+        while not any("disruption:defrag on " in row["beside"] for row in tab()):
+            assert time.monotonic() < deadline, tab()
+            time.sleep(0.5)
+        rows = tab()
+        assert 1 <= len(rows) <= 10 and all(row["name"].startswith("s ") for row in rows), rows
+        p99s = [float(row["p99"]) for row in rows]
+        assert p99s == sorted(p99s, reverse=True), rows
+        assert call("/stop", {})["success"]
+        process.terminate()
+        assert process.finish(timeout=60).returncode == 0

@@ -18,7 +18,7 @@ import time
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.disruptions.state import DisruptionWindows
-from etcd_users.features.tail import attribution
+from etcd_users.features.tail import attribution, live_tab
 from etcd_users.features.tail.client_signals import ClientSignals
 from etcd_users.features.tail.events import DISRUPTION, Event, clock
 from etcd_users.features.tail.scrape import MemberScrape, member_name, start_scrape
@@ -78,6 +78,19 @@ class TailHooks(FeatureHooks):
 
     def on_init(self, environment, runner=None, web_ui=None, **_kwargs) -> None:
         self.environment = environment
+        if web_ui is not None and self.tool.run_settings is not None:  # a master or single process with a web UI
+            live_tab.install(environment, web_ui, self._so_far)
+
+    def _so_far(self) -> dict:
+        """The report as it stands (the web UI's tab): the worst seconds so far with the events so far."""
+        if self.environment is None or self.started_at is None or not self.worst:
+            return {"seconds": [], "events": []}
+        if self.signals is not None:
+            self.events.extend(self.signals.take())
+        windows = run_context(self.environment).get(DisruptionWindows).so_far()[0]
+        samples = list(self.scrape.samples) if self.scrape is not None else []
+        events = [*self.events, *disruption_events(windows), *attribution.spikes(samples)]
+        return attribution.report(self.seconds.so_far(), events, self.worst, self.started_at)
 
     def _wanted(self, environment) -> int:
         return int(getattr(environment.parsed_options, "etcd_tail", 0) or 0)

@@ -58,6 +58,15 @@ class SecondsKept:
             p99 = hdr.percentiles_us(histogram, [99.0])[0] / 1000.0 if count else None
             self.closed[second] = Second(second, p99, count + failures, failures)
 
+    def so_far(self) -> dict[int, Second]:
+        """Every second so far, the open ones as they stand (a live view: nothing is closed)."""
+        found = dict(self.closed)
+        for second, (histogram, failures) in list(self._open.items()):
+            count = histogram.total_count if histogram is not None else 0
+            p99 = hdr.percentiles_us(histogram, [99.0])[0] / 1000.0 if count else None
+            found[second] = Second(second, p99, count + failures, failures)
+        return found
+
     def all(self) -> dict[int, Second]:
         """Every second so far, closed."""
         self._close(None)

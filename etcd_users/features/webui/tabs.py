@@ -503,7 +503,8 @@ def install(
             return response
         try:
             payload = response.get_json()
-            payload["extended_stats"] = tabs.extended_stats()
+            # a feature's own tab (the tail's) may have added its table first
+            payload["extended_stats"] = [*tabs.extended_stats(), *payload.get("extended_stats", ())]
             response.set_data(json.dumps(payload))
         except Exception:  # the page must keep its own stats whatever ours do
             logger.exception("etcd tabs: could not add the etcd tables")
