@@ -18,6 +18,7 @@ import time
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.disruptions.state import DisruptionWindows
+from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.features.tail import attribution, live_tab
 from etcd_users.features.tail.client_signals import ClientSignals
 from etcd_users.features.tail.events import DISRUPTION, Event, clock
@@ -61,6 +62,7 @@ class TailHooks(FeatureHooks):
         self.ended_at: float | None = None
         self.events: list[Event] = []
         self.lines: list[str] = []
+        self.compactor = None  # the tool's own (--etcd-compact-interval), while the run has one
         tool.get(LatencyRecorder).store.merged_listeners.append(self._on_merged)
         tool.get(ClientCpu).listeners.append(self._on_cpu)
 
@@ -89,7 +91,7 @@ class TailHooks(FeatureHooks):
             self.events.extend(self.signals.take())
         windows = run_context(self.environment).get(DisruptionWindows).so_far()[0]
         samples = list(self.scrape.samples) if self.scrape is not None else []
-        events = [*self.events, *disruption_events(windows), *attribution.spikes(samples)]
+        events = [*self.events, *disruption_events(windows), *self._compactions(), *attribution.spikes(samples)]
         return attribution.report(self.seconds.so_far(), events, self.worst, self.started_at)
 
     def _wanted(self, environment) -> int:
@@ -112,6 +114,8 @@ class TailHooks(FeatureHooks):
         if not self.worst:
             return
         self.started_at, self.ended_at = time.time(), None
+        monitoring = run_context(environment).get(MembersSeen).monitoring
+        self.compactor = monitoring.compactor if monitoring is not None else None
         if self.signals is None:
             process = str(environment.runner.client_id) if role.is_worker else None
             self.signals = ClientSignals(process or (MASTER_PROCESS if role.is_master else LOCAL_PROCESS))
@@ -128,6 +132,12 @@ class TailHooks(FeatureHooks):
             self.scrape.stop()
         if self.signals is not None:
             self.signals.stop()
+
+    def _compactions(self) -> list[Event]:
+        """The tool's own compactions (``etcd_users.compaction``): cluster-wide, each when it was answered."""
+        done = list(self.compactor.compacted_at) if self.compactor is not None else []
+        evidence = "the tool's compactor (--etcd-compact-interval) compacted the history at revision {}"
+        return [Event(at, "compaction", "cluster", evidence.format(revision), size=1.0) for at, revision in done]
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
         if self.signals is not None:
@@ -153,6 +163,7 @@ class TailHooks(FeatureHooks):
         if self.signals is not None:
             events += self.signals.take()
         events += disruption_events(run_context(environment).get(DisruptionWindows).so_far()[0])
+        events += self._compactions()
         samples = self.scrape.samples if self.scrape is not None else []
         events += attribution.spikes(samples)
         tail = attribution.report(self.seconds.all(), events, self.worst, self.started_at)
