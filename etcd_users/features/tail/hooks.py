@@ -104,8 +104,7 @@ class TailHooks(FeatureHooks):
         self.seconds.clear()
         self.events, self.lines = [], []
         self.started_at = self.ended_at = None
-        if self.worst and self.judges:
-            self.scrape = start_scrape(settings, self.events.append)
+        self.scrape = start_scrape(settings, self.events.append) if self.worst and self.judges else None
 
     def on_test_start(self, environment, **_kwargs) -> None:
         role = run_context(environment).role
