@@ -209,3 +209,48 @@ def test_the_analysis_names_causes_one_side_s_worst_seconds_had_and_the_other_s_
         "defrag on m:1; compaction on m:1",
         "leader-change on m:1",
     ]
+
+
+def test_an_outage_s_thousand_seconds_with_errors_are_all_in_the_report_and_twenty_are_printed():
+    seconds = {s: Second(s, 2.0, 10, 0) for s in range(0, 5)} | {s: Second(s, None, 3, 3) for s in range(5, 1005)}
+    tail = attribution.report(seconds, [], 3, started=0.0)
+    assert len(tail["seconds"]) == 1003
+    printed = attribution.lines(tail, None, "x", attribution.ranked(seconds, 3))
+    assert len([line for line in printed if line.startswith("tail: s ")]) == 3 + attribution.LINE_ERROR_SECONDS
+    assert "tail: and 980 more seconds with errors (PREFIX_tail.json has them all)" in printed
+    assert "P99 -, 3 requests, 3 errors: unexplained" in printed[4]
+
+
+def test_the_client_s_gc_pauses_and_the_pool_s_lines_are_events_of_the_process():
+    import logging
+    import time
+
+    from etcd_users.features.tail.client_signals import GC_PAUSE_MS, POOL_LOGGER, ClientSignals
+
+    signals = ClientSignals("local")
+    pool = logging.getLogger(POOL_LOGGER)
+    level = pool.level
+    pool.setLevel(logging.INFO)  # Locust's default --loglevel
+    signals.start()
+    try:
+        signals._on_gc("start", {"generation": 2, "collected": 0})
+        time.sleep(GC_PAUSE_MS * 1.5 / 1000.0)
+        signals._on_gc("stop", {"generation": 2, "collected": 7})
+        signals._on_gc("start", {"generation": 0, "collected": 0})
+        signals._on_gc("stop", {"generation": 0, "collected": 1})  # a quick one: nothing
+        pool.warning("etcd endpoint %s does not answer (%s); skipping it", "http://127.0.0.1:2379", "deadline")
+        pool.info("etcd endpoint %s answers again; using it (left out %.1fs)", "http://127.0.0.1:2379", 3.0)
+        pool.info("etcd leader: %s", "http://127.0.0.1:2379")  # not an event
+    finally:
+        signals.stop()
+        pool.setLevel(level)
+    events = signals.take()
+    assert [(event.cause, event.member) for event in events] == [
+        ("client-gc", "local"),
+        ("member-unanswering", "127.0.0.1:2379"),
+        ("reconnect", "local"),
+    ]
+    assert "generation 2" in events[0].evidence and "7 objects collected" in events[0].evidence
+    assert events[0].size >= GC_PAUSE_MS and events[0].since < events[0].at
+    assert "left 127.0.0.1:2379 out: it did not answer (deadline)" in events[1].evidence
+    assert signals.take() == []

@@ -22,6 +22,7 @@ SPIKE_FLOOR_MS = 1.0  # ... and at least this long is a spike
 PRECONDITION_FSYNC_MS = 10.0  # the source reports' tables hold with WAL fsync under this
 PRECONDITION_CAUSES = ("compaction", "snapshot")
 LINE_CAUSES = 4  # causes a line names; the JSON has them all
+LINE_ERROR_SECONDS = 20  # seconds with errors printed beyond the worst ones (an outage can have thousands); JSON: all
 NEAR_S = 1  # seconds on either side of a second whose events count as its causes
 _DURATION_WORDS = {"fsync": "WAL fsync", "commit": "backend commit", "peer-rtt": "peer round trip"}
 
@@ -137,8 +138,14 @@ def _day(second: int) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(second))
 
 
-def lines(tail: dict, precondition_found: dict | None, scraped: str) -> list[str]:
-    """The ``tail:`` lines: one per worst second, the events in one line, the precondition's."""
+def ranked(seconds: Mapping[int, Second], count: int) -> int:
+    """How many of ``worst``'s seconds are there for their P99 (the rest for their errors)."""
+    return min(count, sum(1 for figures in seconds.values() if figures.p99_ms is not None))
+
+
+def lines(tail: dict, precondition_found: dict | None, scraped: str, by_p99: int | None = None) -> list[str]:
+    """The ``tail:`` lines: one per worst second (``by_p99`` of them for their P99, the rest for their errors: at most
+    ``LINE_ERROR_SECONDS`` of those), the events in one line, the precondition's."""
     out = []
     seconds = tail["seconds"]
     if seconds:
@@ -146,7 +153,14 @@ def lines(tail: dict, precondition_found: dict | None, scraped: str) -> list[str
             f"tail: the {len(seconds)} worst second{'s' * (len(seconds) != 1)} (by exact P99, and those with errors), "
             "each with the events within 1 s of it: a coincidence in time, not a proof"
         )
-    for item in seconds:
+    printed, errors_left = [], 0
+    shown = (len(seconds) if by_p99 is None else by_p99) + LINE_ERROR_SECONDS
+    for index, item in enumerate(seconds):
+        if index >= shown:
+            errors_left += 1
+        else:
+            printed.append(item)
+    for item in printed:
         p99 = "-" if item["p99_ms"] is None else f"{item['p99_ms']:.3f} ms"
         head = (
             f"tail: s {item['second']} ({_day(item['at'])} UTC): P99 {p99}, {item['requests']:,} requests, "
@@ -162,6 +176,8 @@ def lines(tail: dict, precondition_found: dict | None, scraped: str) -> list[str
         )
         more = f"; and {len(found) - LINE_CAUSES} more" if len(found) > LINE_CAUSES else ""
         out.append(f"{head}: beside {named}{more}")
+    if errors_left:
+        out.append(f"tail: and {errors_left} more seconds with errors (PREFIX_tail.json has them all)")
     events = tail["events"]
     if events:
         kinds: dict[str, int] = {}

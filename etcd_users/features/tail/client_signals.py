@@ -125,10 +125,14 @@ class _PoolLines(logging.Handler):
         now = record.created
         process = self.signals.process
         if "does not answer" in template and "skipping it" in template and args:
-            evidence = f"the client's pool left {args[0]} out: it did not answer ({args[1] if len(args) > 1 else ''})"
+            evidence = (
+                f"the client's pool left {_host(args[0])} out: it did not answer ({args[1] if len(args) > 1 else ''})"
+            )
             self.signals.note(Event(now, "member-unanswering", _host(args[0]), evidence, size=1.0))
         elif "answers again" in template and args:
-            self.signals.note(Event(now, "reconnect", process, f"the client's pool took {args[0]} back", size=1.0))
+            self.signals.note(
+                Event(now, "reconnect", process, f"the client's pool took {_host(args[0])} back", size=1.0)
+            )
         elif "looking for the leader and live members again" in template and args:
             evidence = f"requests failed with {args[0]!r}: the client's pool looked for the leader and members again"
             self.signals.note(Event(now, "reconnect", process, evidence, size=1.0))

@@ -71,6 +71,8 @@ class TailHooks(FeatureHooks):
             self.seconds.add(second, key, histogram, failures)
 
     def _on_cpu(self, row: Row) -> None:
+        if self.signals is not None:  # once a second: this process's own events onto the timeline
+            self.events.extend(self.signals.take())
         second, process, cpu, wait = row
         wanted = cpu + (wait or 0.0)
         if self.judges and self.worst and self.started_at is not None and wanted >= CLIENT_BOUND_PCT:
@@ -165,7 +167,8 @@ class TailHooks(FeatureHooks):
         events += self._compactions()
         samples = self.scrape.samples if self.scrape is not None else []
         events += attribution.spikes(samples)
-        tail = attribution.report(self.seconds.all(), events, self.worst, self.started_at)
+        seconds = self.seconds.all()
+        tail = attribution.report(seconds, events, self.worst, self.started_at)
         met = attribution.precondition(events, samples, self.started_at, ended) if self.scrape is not None else None
         tail["precondition"] = met
         if self.scrape is not None:
@@ -173,7 +176,8 @@ class TailHooks(FeatureHooks):
             scraped = f"{members} member{'s' if members != 1 else ''}' /metrics read each second".replace("r'", "r's")
         else:
             scraped = "the members' /metrics not read"
-        self.lines = attribution.lines(tail, met, scraped + ", the client's own signals watched")
+        watched = scraped + ", the client's own signals watched"
+        self.lines = attribution.lines(tail, met, watched, attribution.ranked(seconds, self.worst))
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         if prefix:
             path = prefix + SUFFIXES["tail"]
