@@ -13,9 +13,9 @@ import pandas as pd
 
 from etcd_users.analysis.load import Run, optional_json
 from etcd_users.analysis.report import markdown_table
+from etcd_users.features.tail.events import UNEXPLAINED
 from etcd_users.files import SERVICE
 
-UNEXPLAINED = "unexplained"
 CHART_STEM = "tail"
 _SVG_METADATA = {"Date": None}  # the same run draws the same file
 

@@ -24,7 +24,11 @@ PRECONDITION_CAUSES = ("compaction", "snapshot")
 LINE_CAUSES = 4  # causes a line names; the JSON has them all
 LINE_ERROR_SECONDS = 20  # seconds with errors printed beyond the worst ones (an outage can have thousands); JSON: all
 NEAR_S = 1  # seconds on either side of a second whose events count as its causes
-_DURATION_WORDS = {"fsync": "WAL fsync", "commit": "backend commit", "peer-rtt": "peer round trip"}
+_DURATION_WORDS = {
+    "fsync": ("WAL fsync", "fsyncs"),
+    "commit": ("backend commit", "commits"),
+    "peer-rtt": ("peer round trip", "round trips"),
+}
 
 
 def spikes(samples: Iterable[Sample]) -> list[Event]:
@@ -40,8 +44,9 @@ def spikes(samples: Iterable[Sample]) -> list[Event]:
             if sample.mean_ms < SPIKE_FLOOR_MS or sample.mean_ms < SPIKE_RATIO * median:
                 continue
             to = f" to peer {peer}" if peer else ""
+            what, unit = _DURATION_WORDS[kind]
             evidence = (
-                f"{_DURATION_WORDS[kind]}{to} averaged {sample.mean_ms:.1f} ms over {sample.count:.0f}, "
+                f"{what}{to} averaged {sample.mean_ms:.1f} ms over {sample.count:.0f} {unit}, "
                 f"{sample.mean_ms / median if median else float('inf'):.1f}x the member's median of {median:.2f} ms "
                 f"(between the scrapes at {clock(sample.since)} and {clock(sample.at)})"
             )
