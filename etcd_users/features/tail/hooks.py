@@ -177,7 +177,8 @@ class TailHooks(FeatureHooks):
         else:
             scraped = "the members' /metrics not read"
         watched = scraped + ", the client's own signals watched"
-        self.lines = attribution.lines(tail, met, watched, attribution.ranked(seconds, self.worst))
+        # a run that measured no request has no slow second to explain (the empty run's line says why)
+        self.lines = attribution.lines(tail, met, watched, attribution.ranked(seconds, self.worst)) if seconds else []
         prefix = getattr(environment.parsed_options, "csv_prefix", None)
         if prefix:
             path = prefix + SUFFIXES["tail"]
