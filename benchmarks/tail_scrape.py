@@ -68,10 +68,11 @@ def main() -> None:
         page_ms = scrape_cpu_ms(metrics_url)
         page_bytes = len(PageFetcher(5.0).fetch(metrics_url))
     off, on = (statistics.median(run["qps"] for run in runs[tail]) for tail in (0, 10))
-    client_us = {
-        tail: round(1e6 * sum(run["client_cpu_s"] for run in kind) / sum(run["puts"] for run in kind), 1)
-        for tail, kind in runs.items()
-    }
+    # each pair ran back to back: their ratio cancels most of a shared machine's drift between pairs
+    paired_qps = [100.0 * (b["qps"] - a["qps"]) / a["qps"] for a, b in zip(runs[0], runs[10], strict=True)]
+    per_put = {tail: [run["client_cpu_s"] / run["puts"] * 1e6 for run in kind] for tail, kind in runs.items()}
+    paired_cpu = [100.0 * (b - a) / a for a, b in zip(per_put[0], per_put[10], strict=True)]
+    client_us = {tail: round(statistics.median(values), 1) for tail, values in per_put.items()}
     etcd_per_k = {
         tail: round(1000.0 * sum(run["etcd_cpu_s"] for run in kind) / sum(run["puts"] for run in kind) * 1000.0, 3)
         for tail, kind in runs.items()
@@ -81,9 +82,11 @@ def main() -> None:
             {
                 "puts/s, tail off (median)": round(off, 1),
                 "puts/s, tail on (median)": round(on, 1),
-                "change %": round(100.0 * (on - off) / off, 2),
+                "puts/s change % per pair": [round(value, 1) for value in paired_qps],
+                "puts/s change %, median of pairs": round(statistics.median(paired_qps), 2),
                 "runs": {"off": [run["qps"] for run in runs[0]], "on": [run["qps"] for run in runs[10]]},
-                "client CPU µs per put": {"off": client_us[0], "on": client_us[10]},
+                "client CPU µs per put (median)": {"off": client_us[0], "on": client_us[10]},
+                "client CPU per put change %, median of pairs": round(statistics.median(paired_cpu), 2),
                 "etcd CPU ms per 1,000 puts": {"off": etcd_per_k[0], "on": etcd_per_k[10]},
                 "client CPU ms per member scrape": round(page_ms, 3),
                 "page bytes": page_bytes,
