@@ -254,3 +254,21 @@ def test_the_client_s_gc_pauses_and_the_pool_s_lines_are_events_of_the_process()
     assert events[0].size >= GC_PAUSE_MS and events[0].since < events[0].at
     assert "left 127.0.0.1:2379 out: it did not answer (deadline)" in events[1].evidence
     assert signals.take() == []
+
+
+def test_a_late_thread_is_one_event_a_second_unless_a_later_wake_up_is_later_still(monkeypatch):
+    from etcd_users.features.tail import client_signals
+    from etcd_users.features.tail.client_signals import LAG_MS, ClientSignals
+
+    monkeypatch.setattr(client_signals.time, "time", lambda: 1000.5)  # every call in one second
+    signals = ClientSignals("w1")
+    for lag in (LAG_MS - 1, LAG_MS + 10, LAG_MS + 5, LAG_MS + 30):
+        signals._lagged("users' thread (gevent)", lag)
+    signals._lagged("transport's loop thread", LAG_MS + 5)
+    events = signals.take()
+    assert [event.evidence for event in events] == [
+        f"the client's users' thread (gevent) ran {LAG_MS + 10:.0f} ms late",
+        f"the client's users' thread (gevent) ran {LAG_MS + 30:.0f} ms late",
+        f"the client's transport's loop thread ran {LAG_MS + 5:.0f} ms late",
+    ]
+    assert all(event.cause == "loop-lag" and event.member == "w1" for event in events)

@@ -35,7 +35,8 @@ class ClientSignals:
         self._gc_started: tuple[float, float] | None = None
         self._ticker: gevent.Greenlet | None = None
         self._pool_handler = _PoolLines(self)
-        self._lag: dict[tuple[int, str], float] = {}  # (second, thread) -> the worst lag of that second, ms
+        # thread -> (second, the worst lag noted in it, ms): each thread writes only its own entry
+        self._worst_lag: dict[str, tuple[int, float]] = {}
 
     def take(self) -> list[Event]:
         taken = []
@@ -86,11 +87,10 @@ class ClientSignals:
         if lag_ms < LAG_MS:
             return
         now = time.time()
-        key = (int(now), thread)
-        if lag_ms <= self._lag.get(key, 0.0):
-            return  # one event per thread and second: its worst
-        self._lag = {seen: worst for seen, worst in self._lag.items() if seen[0] >= key[0] - 1}
-        self._lag[key] = lag_ms
+        noted = self._worst_lag.get(thread)
+        if noted is not None and noted[0] == int(now) and lag_ms <= noted[1]:
+            return  # one event per thread and second, unless a later one is worse
+        self._worst_lag[thread] = (int(now), lag_ms)
         evidence = f"the client's {thread} ran {lag_ms:.0f} ms late"
         self.note(Event(now, "loop-lag", self.process, evidence, since=now - lag_ms / 1000.0, size=lag_ms))
 

@@ -182,8 +182,7 @@ def between(member: str, before: Reading, after: Reading) -> tuple[list[Event], 
                 size = took
         found.setdefault(counted.cause, []).append(words)
         sizes[counted.cause] = sizes.get(counted.cause, 0.0) + size
-    keys = [(_served(before, COMPACTED_KEYS), _served(after, COMPACTED_KEYS))]
-    old_keys, new_keys = keys[0]
+    old_keys, new_keys = _served(before, COMPACTED_KEYS), _served(after, COMPACTED_KEYS)
     if old_keys is not None and new_keys is not None and new_keys > old_keys:
         found.setdefault("compaction", []).append(f"{new_keys - old_keys:.0f} keys compacted")
     was, now = before.values.get(IS_LEADER), after.values.get(IS_LEADER)
