@@ -74,7 +74,9 @@ def install(environment, web_ui, report_so_far: Callable[[], dict]) -> None:
             return response
         try:
             payload = response.get_json()
-            payload["extended_stats"] = [*payload.get("extended_stats", ()), {"key": TAB, "data": data()}]
+            # Locust may hand back the same response again (memoized): the tab's table replaced, never added twice
+            others = [table for table in payload.get("extended_stats", ()) if table.get("key") != TAB]
+            payload["extended_stats"] = [*others, {"key": TAB, "data": data()}]
             response.set_data(json.dumps(payload))
         except Exception:  # the page must keep its own stats whatever ours do
             logger.exception("etcd tail tab: could not add its table")
