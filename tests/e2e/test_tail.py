@@ -103,6 +103,8 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
             failures.append(error)
 
     prefix = tmp_out / "provoked"
+    # --etcd-tail 100: every second of the run is in the report, so the seconds beside each provocation are there to
+    # name it whatever their rank (which of them is slowest is etcd's business, not this test's)
     args = headless_args(cluster, prefix, "--etcd-tail", "100", "--etcd-cleanup", users=4, seconds=19)
     args += ["--etcd-disrupt", "defrag:leader@16.5s", "--etcd-disrupt-allowed", "EtcdPutUser"]
     thread = threading.Thread(target=provoke, args=(time.time() + 4.0,))  # the run's start: its local checks first
