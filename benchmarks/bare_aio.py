@@ -105,8 +105,9 @@ async def _user(
     while not window.stopping:
         if interval:
             delay = due - perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            while delay > 0:  # as the tool's schedule: uvloop's timers may wake up to a millisecond early
+                await asyncio.sleep(delay + 0.0005)
+                delay = due - perf_counter()
         key = prefix + b"%0*d" % (width, randrange(size))
         stub = next_stub()
         if raw:

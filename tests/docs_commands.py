@@ -2,8 +2,9 @@
 
 Commands are the lines of the ```bash blocks of README.md and of the pages of mkdocs.yml's nav, in that order, so a
 command that reads a run's files comes after the run that makes them. A block right after the line ``<!-- needs a real
-cluster -->`` (its commands need a cluster of one's own) or ``<!-- a measurement of minutes -->`` (the run behind the
-figures shown under it, too long for CI) is not run. Every other command is turned into a short run against the local
+cluster -->`` (its commands need a cluster of one's own), ``<!-- a measurement of minutes -->`` (the run behind the
+figures shown under it, too long for CI) or ``<!-- fetches an etcd from outside -->`` (a download of another etcd) is
+not run. Every other command is turned into a short run against the local
 etcd the tool starts itself: the rules of ``quick_variant`` shorten durations and plans, cap users and processes, and
 put every output under one directory.
 """
@@ -23,7 +24,12 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 MARKER = "<!-- needs a real cluster -->"
 LONG_MARKER = "<!-- a measurement of minutes -->"  # the figures shown under it come from that run; too long for CI
-MARKERS = {MARKER: "marked as needing a real cluster", LONG_MARKER: "marked as a measurement of minutes"}
+FETCH_MARKER = "<!-- fetches an etcd from outside -->"  # a package or a release download: CI has its etcds already
+MARKERS = {
+    MARKER: "marked as needing a real cluster",
+    LONG_MARKER: "marked as a measurement of minutes",
+    FETCH_MARKER: "marked as fetching an etcd from outside",
+}
 SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
 
 # executables of the environment the tests run in (.venv/bin of a clone, or wherever pytest's python lives)
@@ -39,7 +45,7 @@ NOT_RUN = {
     "build_go_benchmark.sh": "builds etcd's Go tool from Debian's packages and etcd's git history",
 }
 _YCSB = "tests/e2e/test_ycsb.py runs this suite's workloads and checks its table"
-_COMPARE = "tests/e2e/test_compare.py compares 1 KiB and 64 KiB values the same way and checks the verdicts"
+_COMPARE = "tests/e2e/test_compare.py compares 1 KiB and 512 KiB values, with and without --noise, checks the verdicts"
 _PEER_RTT = "tests/e2e/test_peer_rtt_suite.py runs this suite's quick table and checks the round trips it adds"
 # commands (a pattern of their text) that a test runs in its own form and checks more closely: not run twice
 RUN_BY_TESTS = {

@@ -1,13 +1,14 @@
 """Command line: ``python -m analysis`` compares runs (and tabulates each level of a load shape's run, see
 ``analysis.levels``), ``compare`` tells a regression from noise between a baseline and a candidate (exit status 3 for
-a regression), ``summary`` prints etcd's benchmark report, ``errors`` prints the error distribution, ``suite``
-tabulates a benchmark suite's repeats, ``memory`` fits etcd's memory model to the members' RSS. Input problems end
-with one line on stderr and exit status 2."""
+a regression), ``calibrate`` measures the machine's run-to-run noise for it, ``summary`` prints etcd's benchmark
+report, ``errors`` prints the error distribution, ``suite`` tabulates a benchmark suite's repeats, ``memory`` fits
+etcd's memory model to the members' RSS. Input problems end with one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import textwrap
@@ -20,7 +21,8 @@ from etcd_users.analysis.audit import measure as measure_audits
 from etcd_users.analysis.benchmark_report import summary
 from etcd_users.analysis.breach import capture_lines
 from etcd_users.analysis.client import ADVICE, add_client_columns
-from etcd_users.analysis.compare import BASELINE, CANDIDATE, compare, load_side
+from etcd_users.analysis.compare import BASELINE, CANDIDATE, calibrate, compare, load_side
+from etcd_users.analysis.compare_noise import read_calibration
 from etcd_users.analysis.compare_report import text as compare_text
 from etcd_users.analysis.compare_report import write_csv as write_compare_csv
 from etcd_users.analysis.compare_report import write_json as write_compare_json
@@ -99,6 +101,7 @@ def compare_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Compare load-test runs of etcd by QPS, P50/P90/P99/P99.9 and errors. "
         f"Other commands: '{PROG} compare BASELINE CANDIDATE' (a regression or noise?), "
+        f"'{PROG} calibrate RUNS --out FILE' (the machine's run-to-run noise, for compare --noise), "
         f"'{PROG} summary PREFIX' (etcd benchmark report), '{PROG} errors PREFIX...', "
         f"'{PROG} suite DIR' (a benchmark suite's table), '{PROG} memory PREFIX...' (etcd's memory model).",
         epilog="QPS = requests / measured duration: from the start of the first to the end of the last second with "
@@ -152,6 +155,13 @@ def compare_runs_parser() -> argparse.ArgumentParser:
         help="comma-separated options or facts that differ on purpose, e.g. etcd-val-size,etcd_version: no unfair "
         "line for them (facts: cluster_size, etcd_version, cores, processes, workers, python, locust, grpcio)",
     )
+    parser.add_argument(
+        "--noise",
+        type=Path,
+        metavar="FILE",
+        help="the run-to-run noise of this machine, from 'python -m analysis calibrate' over A/A runs: with it one "
+        "run a side can be called worse",
+    )
     parser.add_argument("--names", help="comma-separated request names to compare, e.g. put,range/serializable")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write compare.md, .csv, .json, .xml and report.html")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="the JUnit file (default DIR/compare.xml)")
@@ -165,9 +175,10 @@ def run_compare_runs(args: argparse.Namespace) -> int:
     except ToleranceError as error:
         raise AnalysisError(str(error)) from None
     baseline, candidate = load_side(args.baseline, BASELINE), load_side(args.candidate, CANDIDATE)
-    comparison = compare(baseline, candidate, tolerances, _split(args.names), args.warmup, args.series)
+    calibration = read_calibration(args.noise) if args.noise else None
+    comparison = compare(baseline, candidate, tolerances, _split(args.names), args.warmup, args.series, calibration)
     changed = parse_changed(args.changed)
-    unfair = unfair_lines(baseline.runs, candidate.runs, changed)
+    unfair = unfair_lines(baseline.runs, candidate.runs, changed) + comparison.load
     unknown = unknown_changed(baseline.runs, candidate.runs, changed)
     if unknown:
         comparison.notes.append(f"--changed names what no summary knows: {', '.join(unknown)}.")
@@ -191,6 +202,41 @@ def run_compare_runs(args: argparse.Namespace) -> int:
     if written:
         print(f"wrote {', '.join(written)}", file=sys.stderr)
     return exit_code
+
+
+def calibrate_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} calibrate",
+        description="The run-to-run noise of this machine for 'compare --noise FILE': from three or more runs of "
+        "the same settings (six or more for a tighter figure), per request name and metric, the standard deviation "
+        "of one run's figure (of its logarithm for QPS and latencies, in percentage points for errors).",
+    )
+    parser.add_argument("runs", metavar="RUNS", help="the A/A runs: comma-separated prefixes or a quoted glob")
+    parser.add_argument("--out", type=Path, metavar="FILE", required=True, help="the calibration file to write")
+    _add_common(parser)
+    return parser
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    document = calibrate(load_side(args.runs, "runs"), args.warmup, args.series)
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise AnalysisError(f"cannot write {args.out}: {error}") from None
+    runs = len(document["runs"])
+    for name, spreads in document["spreads"].items():
+        figures = ", ".join(
+            f"{metric} {'n/a' if value is None else _spread_text(metric, value)}" for metric, value in spreads.items()
+        )
+        print(f"{name}: from run to run, {figures} (over {runs} runs)")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _spread_text(metric: str, value: float) -> str:
+    """A log spread as the factor it is (geometric standard deviation), the error rate's in pp."""
+    return f"±{value:.3f} pp" if metric == "errors" else f"×/{math.exp(value):.2f}"
 
 
 def summary_parser() -> argparse.ArgumentParser:
@@ -452,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = {
         "compare": (compare_runs_parser, run_compare_runs),
+        "calibrate": (calibrate_parser, run_calibrate),
         "summary": (summary_parser, run_summary),
         "errors": (errors_parser, run_errors),
         "suite": (suite_parser, run_suite),

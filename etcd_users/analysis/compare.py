@@ -27,9 +27,22 @@ from pathlib import Path
 
 import numpy as np
 
+from etcd_users.analysis.compare_load import load_lines
+from etcd_users.analysis.compare_noise import (
+    CALIBRATED,
+    DRIFT,
+    LEAST_CALIBRATION_RUNS,
+    RUNS,
+    Calibration,
+    Noise,
+    calibration_document,
+    drift_spread,
+    scale,
+)
 from etcd_users.analysis.levels import level_windows
 from etcd_users.analysis.load import AnalysisError, Run, load_run, normalize_prefix
 from etcd_users.analysis.measure import Warmup, resolve_cut, run_start
+from etcd_users.analysis.rank_test import least_runs, runs_a_side, shift_interval
 from etcd_users.analysis.resampling import (
     CONFIDENCE,
     REPLICATES,
@@ -38,7 +51,6 @@ from etcd_users.analysis.resampling import (
     block_weights,
     generator,
     percentile_interval,
-    welch_interval,
 )
 from etcd_users.analysis.seconds import NameSeconds, RunSeconds, run_seconds
 from etcd_users.analysis.skew import skew_note
@@ -51,6 +63,7 @@ from etcd_users.files import AGGREGATED, RUN_DONE, SERVICE, SUFFIXES
 BASELINE = "baseline"
 CANDIDATE = "candidate"
 WORSE, SAME, BETTER, NOT_AVAILABLE = "worse", "same", "better", "n/a"
+INCONCLUSIVE = "inconclusive"
 REPEATS = "repeats"
 SECONDS = "seconds"
 
@@ -84,6 +97,12 @@ class Row:
     verdict: str
     method: str
     sizes: tuple[int, int]  # repeats, or seconds, per side
+    detectable: float | None = None  # the smallest difference these data would have called worse
+    runs_needed: int | None = None  # runs a side that find twice the tolerance worse 80 % of the time
+    noise: str = ""  # what the run-to-run noise rests on: the repeats, a calibration, or the runs' own drift
+    decide_runs: int | None = (
+        None  # for an undecided row: runs a side that would tell its difference from the tolerance
+    )
 
 
 @dataclass
@@ -93,10 +112,28 @@ class Comparison:
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
     methods: set[str] = field(default_factory=set)
+    per_second: list[str] = field(default_factory=list)  # robust per-second figures beside the whole-run ones
+    load: list[str] = field(default_factory=list)  # a line when the sides ran on an unequally busy machine
 
     @property
     def worse(self) -> list[Row]:
         return [row for row in self.rows if row.verdict == WORSE]
+
+    @property
+    def inconclusive(self) -> list[Row]:
+        return [row for row in self.rows if row.verdict == INCONCLUSIVE]
+
+
+@dataclass
+class _Context:
+    """What every row group of a comparison shares."""
+
+    tolerances: dict[str, float]
+    calibration: Calibration | None
+    methods: set[str]
+    notes: list[str]
+    per_second: list[str]
+    load_differs: bool  # the sides' machine load differed: a calibration (made under one load) cannot vouch
 
 
 # -- the sides ----------------------------------------------------------------------------------------------------
@@ -187,6 +224,7 @@ def compare(
     names: list[str] | None = None,
     warmup: Warmup = None,
     series: str = SERVICE,
+    calibration: Calibration | None = None,
 ) -> Comparison:
     if baseline.suite != candidate.suite:
         suite, other = (baseline, candidate) if baseline.suite else (candidate, baseline)
@@ -194,8 +232,9 @@ def compare(
             f"{suite.role} {suite.spec} is a suite and {other.role} {other.spec} is not: compare a "
             "suite with a suite, runs with runs"
         )
-    comparison = Comparison(baseline, candidate, [])
+    comparison = Comparison(baseline, candidate, [], load=load_lines(baseline.runs, candidate.runs))
     notes = comparison.notes
+    context = _Context(tolerances, calibration, comparison.methods, notes, comparison.per_second, bool(comparison.load))
     cells = [cell for cell in baseline.cells if cell in candidate.cells]
     for role, side in ((BASELINE, baseline), (CANDIDATE, candidate)):
         for cell in side.cells:
@@ -208,8 +247,20 @@ def compare(
             role: [_seconds(run, warmup, series, notes) for run in side.cells[cell]]
             for role, side in ((BASELINE, baseline), (CANDIDATE, candidate))
         }
+        uncut = {role: [run.run.label for run in runs if run.cut_s is None] for role, runs in seconds.items()}
+        if (
+            warmup is not None
+            and any(uncut.values())
+            and not all(len(uncut[role]) == len(seconds[role]) for role in seconds)
+        ):
+            where = f"{cell}: " if cell else ""
+            left = "; ".join(f"{role} {', '.join(labels)}" for role, labels in uncut.items() if labels)
+            notes.append(
+                f"{where}warm-up not trimmed alike: no cut on {left} while other runs were cut; give --warmup SECONDS "
+                "to leave out the same seconds of every run."
+            )
         for level, name, groups in _groups(seconds, names, notes, cell):
-            comparison.rows += _rows(cell, level, name, groups, tolerances, comparison.methods)
+            comparison.rows += _rows(cell, level, name, groups, context)
     if not comparison.rows:
         raise AnalysisError(f"no request name in common between the two sides{_names_text(names)}")
     for side in (baseline, candidate):  # how skewed each run's keys were: a difference the verdicts may come from
@@ -310,62 +361,216 @@ def _figures(parts: list[NameSeconds], key: tuple[str, ...], resample: bool) -> 
     return _Figures(values, {metric: found[1:] for metric, found in figures.items()})
 
 
-def _rows(cell: str, level: str, name: str, groups: dict[str, list[NameSeconds]], tolerances, methods) -> list[Row]:
+def name_figures(part: NameSeconds) -> dict[str, float]:
+    """One name's figures over one run's seconds (metric key -> value), as a comparison computes them."""
+    return _figures([part], (), False).values
+
+
+def _rows(cell: str, level: str, name: str, groups: dict[str, list[NameSeconds]], context: _Context) -> list[Row]:
     by_repeat = all(len(groups[role]) >= 2 for role in (BASELINE, CANDIDATE))
     method = REPEATS if by_repeat else SECONDS
-    methods.add(method)
+    context.methods.add(method)
     if by_repeat:
         repeats = {role: [_figures([part], (), False).values for part in groups[role]] for role in groups}
         pooled = {role: _figures(groups[role], (), False).values for role in groups}
         sizes = (len(groups[BASELINE]), len(groups[CANDIDATE]))
     else:
         figures = {role: _figures(groups[role], (cell, level, name, role), True) for role in groups}
+        halves = [halved for role in (BASELINE, CANDIDATE) for part in groups[role] if (halved := _halves(part))]
         sizes = tuple(sum(len(part.seconds) for part in groups[role]) for role in (BASELINE, CANDIDATE))
+    line = _per_second_line(cell, level, name, groups)
+    if line:
+        context.per_second.append(line)
     rows = []
     for metric in METRICS:
-        relative = metric.unit == "%"
+        tolerance = context.tolerances[metric.key]
         if by_repeat:
             a = [values[metric.key] for values in repeats[BASELINE]]
             b = [values[metric.key] for values in repeats[CANDIDATE]]
-            base, cand = float(np.mean(a)), float(np.mean(b))
-            if not all(map(math.isfinite, [*a, *b])) or (relative and base == 0):
-                difference = low = high = math.nan
-                base = pooled[BASELINE][metric.key] if math.isfinite(base) else base
-            else:
-                difference, low, high = welch_interval(a, b)
-                if relative:
-                    difference, low, high = (100 * value / base for value in (difference, low, high))
+            found = _by_ranks(metric, a, b, tolerance, pooled)
         else:
-            base, cand = figures[BASELINE].values[metric.key], figures[CANDIDATE].values[metric.key]
-            if relative:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    difference = 100 * (cand / base - 1) if base else math.nan
-                    replicated = 100 * (
-                        figures[CANDIDATE].replicates[metric.key] / figures[BASELINE].replicates[metric.key] - 1
-                    )
-            else:
-                difference = cand - base
-                replicated = figures[CANDIDATE].replicates[metric.key] - figures[BASELINE].replicates[metric.key]
-            low, high = percentile_interval(replicated) if math.isfinite(difference) else (math.nan, math.nan)
-        tolerance = tolerances[metric.key]
-        rows.append(
-            Row(
-                cell,
-                level,
-                name,
-                metric,
-                _number(base),
-                _number(cand),
-                _number(difference),
-                _number(low),
-                _number(high),
-                tolerance,
-                verdict(metric, low, high, tolerance),
-                method,
-                sizes,
-            )
-        )
+            drift = drift_spread([(first[metric.key], second[metric.key]) for first, second in halves], metric)
+            calibrated = None
+            if context.calibration is not None:
+                calibrated, note = context.calibration.noise(name, metric)
+                if note and note not in context.notes:
+                    context.notes.append(note)
+            found = _by_seconds(metric, figures, tolerance, drift, calibrated, context.load_differs)
+        rows.append(Row(cell, level, name, metric, tolerance=tolerance, method=method, sizes=sizes, **found))
     return rows
+
+
+PER_SECOND = {"P50": 50.0, "P99": 99.0}
+
+
+def _per_second_line(cell: str, level: str, name: str, groups: dict[str, list[NameSeconds]]) -> str | None:
+    """The median over each side's seconds of each second's P50 and P99: a stall or a slow fsync that spans a few
+    seconds moves them little, where it can move a whole run's P99 a lot."""
+    medians = {}
+    for role in (BASELINE, CANDIDATE):
+        histograms = [
+            part.histograms[int(second)]
+            for part in groups[role]
+            for second in part.seconds
+            if int(second) in part.histograms
+        ]
+        if not histograms:
+            return None
+        per_second = LatencyCounts(histograms).each_second_ms(list(PER_SECOND.values()))
+        medians[role] = np.nanmedian(per_second, axis=0)
+    figures = []
+    for column, label in enumerate(PER_SECOND):
+        base, cand = float(medians[BASELINE][column]), float(medians[CANDIDATE][column])
+        change = f" ({100 * (cand / base - 1):+.1f} %)" if base > 0 else ""
+        figures.append(f"median {label} {base:.3f} → {cand:.3f} ms{change}")
+    where = "/".join(part for part in (cell, level, name) if part)
+    return (
+        f"per second ({where}): {', '.join(figures)}; each second's own percentile, robust to a stall of a few seconds."
+    )
+
+
+def _halves(part: NameSeconds) -> tuple[dict[str, float], dict[str, float]] | None:
+    """A run's figures over the first and the second half of its seconds (None below 4 seconds)."""
+    if len(part.seconds) < 4:
+        return None
+    first, middle, last = int(part.seconds[0]), int(part.seconds[len(part.seconds) // 2]), int(part.seconds[-1])
+    return (
+        _figures([part.within(range(first, middle))], (), False).values,
+        _figures([part.within(range(middle, last + 1))], (), False).values,
+    )
+
+
+def _change(metric: Metric, scaled: float) -> float:
+    """A difference on the noise's scale (log ratio, or pp) as the table shows it (% of the baseline, or pp)."""
+    if metric.unit != "%":
+        return scaled
+    if scaled == -math.inf:
+        return -100.0
+    return 100 * math.expm1(scaled) if math.isfinite(scaled) else math.nan
+
+
+def _scaled_change(metric: Metric, change: float) -> float:
+    if metric.unit != "%":
+        return change
+    return math.log1p(change / 100) if change > -100 else -math.inf
+
+
+def _bad_tolerance(metric: Metric, tolerance: float, times: float = 1.0) -> float:
+    """The tolerance on the noise's scale, on the bad side (negative for QPS); ``times`` the tolerance."""
+    change = times * tolerance if metric.higher_is_worse else -min(times * tolerance, 99.0)
+    return _scaled_change(metric, change)
+
+
+def _margin(metric: Metric, tolerance: float) -> float:
+    """How far twice the tolerance lies beyond the tolerance, on the noise's scale: the shift 'runs a side' are for."""
+    return abs(_bad_tolerance(metric, tolerance, 2) - _bad_tolerance(metric, tolerance))
+
+
+def _detectable(metric: Metric, tolerance: float, shift: float, low: float, high: float) -> float | None:
+    """The smallest difference these data would have called worse: the tolerance plus the interval's half-width on
+    the bad side."""
+    half = (shift - low) if metric.higher_is_worse else (high - shift)
+    if not math.isfinite(half):
+        return None
+    bad = _bad_tolerance(metric, tolerance)
+    return _number(_change(metric, bad + half if metric.higher_is_worse else bad - half))
+
+
+def _decide_runs(metric: Metric, tolerance: float, shift: float, spread: float) -> int | None:
+    """Runs a side that would tell the observed shift from the tolerance (80 % of the time)."""
+    if not math.isfinite(shift):
+        return None
+    return runs_a_side(spread, abs(shift - _bad_tolerance(metric, tolerance)), rank=True)
+
+
+def _by_ranks(metric: Metric, a: list[float], b: list[float], tolerance: float, pooled) -> dict:
+    """Two or more runs a side: the rank interval of the shift of the repeats' figures (Mann–Whitney U)."""
+    base, cand = float(np.median(a)), float(np.median(b))
+    ya, yb = [scale(metric, value) for value in a], [scale(metric, value) for value in b]
+    if not all(map(math.isfinite, [*ya, *yb])):
+        base = pooled[BASELINE][metric.key] if math.isfinite(base) else base
+        return {"baseline": _number(base), "candidate": _number(cand), **_unavailable()}
+    spread = math.sqrt(
+        (np.var(ya, ddof=1) * (len(ya) - 1) + np.var(yb, ddof=1) * (len(yb) - 1)) / (len(ya) + len(yb) - 2)
+    )
+    shift, low, high = shift_interval(ya, yb, CONFIDENCE)
+    found = {
+        "baseline": _number(base),
+        "candidate": _number(cand),
+        "difference": _number(_change(metric, shift)),
+        "low": None,
+        "high": None,
+        "noise": RUNS,
+        "runs_needed": runs_a_side(spread, _margin(metric, tolerance)),
+    }
+    if math.isfinite(low):
+        change_low, change_high = _change(metric, low), _change(metric, high)
+        decided = verdict(metric, change_low, change_high, tolerance)
+        return found | {
+            "low": _number(change_low),
+            "high": _number(change_high),
+            "verdict": decided,
+            "detectable": _detectable(metric, tolerance, shift, low, high),
+        }
+    # too few runs for a 95 % rank interval: the pairwise differences' whole range can only say 'same'
+    differences = np.subtract.outer(np.asarray(yb), np.asarray(ya))
+    ranged = verdict(metric, _change(metric, differences.min()), _change(metric, differences.max()), tolerance)
+    inconclusive = ranged in (WORSE, BETTER)
+    return found | {
+        "verdict": INCONCLUSIVE if inconclusive else SAME,
+        "decide_runs": max(least_runs(), _decide_runs(metric, tolerance, shift, spread) or 0),
+    }
+
+
+def _by_seconds(
+    metric: Metric, figures, tolerance: float, drift: float, calibrated: Noise | None, load_differs: bool
+) -> dict:
+    """One run on a side: the bootstrap over the runs' seconds, widened by run-to-run noise (the calibration's, else
+    the runs' own drift); without a calibration a verdict beyond the tolerance is only 'inconclusive', since the
+    drift is a lower bound of the noise, and so it is when the sides ran under different machine load, which a
+    calibration made under one load does not hold."""
+    base, cand = figures[BASELINE].values[metric.key], figures[CANDIDATE].values[metric.key]
+    found = {"baseline": _number(base), "candidate": _number(cand)}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if metric.unit == "%":
+            difference = 100 * (cand / base - 1) if base else math.nan
+            replicated = 100 * (
+                figures[CANDIDATE].replicates[metric.key] / figures[BASELINE].replicates[metric.key] - 1
+            )
+        else:
+            difference = cand - base
+            replicated = figures[CANDIDATE].replicates[metric.key] - figures[BASELINE].replicates[metric.key]
+    if not math.isfinite(difference):
+        return found | _unavailable()
+    boot_low, boot_high = percentile_interval(replicated)
+    shift = _scaled_change(metric, difference)
+    if not math.isfinite(shift) or not (math.isfinite(boot_low) and math.isfinite(boot_high)):
+        return found | _unavailable()
+    below = max(shift - _scaled_change(metric, boot_low), 0.0)
+    above = max(_scaled_change(metric, boot_high) - shift, 0.0)
+    # a calibration measured run-to-run noise itself; the drift of a run's halves (a few seconds each) is mostly the
+    # sampling noise the bootstrap already holds, so it stands in only where there is no calibration
+    noise = calibrated if calibrated is not None else Noise(drift, DRIFT)
+    extra = noise.quantile * math.sqrt(2) * noise.spread if math.isfinite(noise.spread) else 0.0
+    low, high = shift - math.hypot(below, extra), shift + math.hypot(above, extra)
+    change_low, change_high = _change(metric, low), _change(metric, high)
+    decided = verdict(metric, change_low, change_high, tolerance)
+    if (noise.source == DRIFT or load_differs) and decided in (WORSE, BETTER):
+        decided = INCONCLUSIVE
+    return found | {
+        "difference": _number(difference),
+        "low": _number(change_low),
+        "high": _number(change_high),
+        "verdict": decided,
+        "detectable": _detectable(metric, tolerance, shift, low, high),
+        "noise": noise.source,
+        "runs_needed": runs_a_side(noise.spread, _margin(metric, tolerance)),
+        "decide_runs": _decide_runs(metric, tolerance, shift, noise.spread) if decided == INCONCLUSIVE else None,
+    }
+
+
+def _unavailable() -> dict:
+    return {"difference": None, "low": None, "high": None, "verdict": NOT_AVAILABLE}
 
 
 def _number(value: float) -> float | None:
@@ -392,16 +597,48 @@ def method_notes(comparison: Comparison) -> list[str]:
         "tolerance on the good side, same otherwise."
     ]
     if SECONDS in comparison.methods:
+        noises = {row.noise for row in comparison.rows if row.method == SECONDS}
+        widened = (
+            "the calibration's run-to-run spread (--noise, Student's t for its runs)"
+            if CALIBRATED in noises
+            else "the runs' own drift between their halves, a lower bound of run-to-run noise: beyond the tolerance "
+            "it says inconclusive, never worse (a calibration, --noise FILE, or repeats decide)"
+        )
         notes.append(
             f"interval (seconds): moving-block bootstrap over each side's whole seconds ({REPLICATES} replicates, "
             f"seed {SEED}, blocks of ceil(n^(1/3)) seconds, never across runs): percentiles of the merged exact HDR "
             "histograms of the drawn seconds, QPS and error rate from their counts; the runs' partial first and "
-            "last seconds are left out. It holds each run's own noise, not what changed on the machine between "
-            "the runs: where other work shares the machine, compare interleaved repeats."
+            f"last seconds are left out. Widened by run-to-run noise, which no run's own seconds show: {widened}."
         )
     if REPEATS in comparison.methods:
         notes.append(
-            f"interval (repeats): Welch's t interval ({level}) over the repeats' own figures, relative to the "
-            "baseline's mean; each figure is the mean over the repeats."
+            f"interval (repeats): the exact Mann-Whitney U interval ({level}) of the shift of the repeats' figures "
+            "(Hodges-Lehmann: the median of the pairwise log ratios, pp for errors), as benchstat tests; each figure "
+            f"is the median over the repeats. It needs {least_runs()} runs a side: with fewer a row is same, or "
+            "inconclusive when every pair differs beyond the tolerance."
         )
+    notes.append(
+        "could have detected: the smallest difference the row would have called worse (the tolerance plus the "
+        "interval's half-width on the bad side); runs a side: how many would find twice the tolerance worse 80 % of "
+        "the time with this noise (normal approximation; a lower bound where the noise is the runs' own drift)."
+    )
     return notes
+
+
+def calibrate(side: Side, warmup: Warmup = None, series: str = SERVICE) -> dict:
+    """The calibration document of ``side``'s runs (A/A runs of one setting): per request name, the spread of each
+    metric's figure from run to run (`analysis.compare_noise`)."""
+    if side.suite:
+        raise AnalysisError(f"{side.spec}: calibrate runs, not a suite (give the runs' prefixes or a quoted glob)")
+    runs = side.cells[""]
+    if len(runs) < LEAST_CALIBRATION_RUNS:
+        raise AnalysisError(
+            f"calibrate: {len(runs)} run(s) given; give {LEAST_CALIBRATION_RUNS} or more of the same settings "
+            "(6 or more make a tighter calibration), e.g. 'out/aa-*'"
+        )
+    notes: list[str] = []
+    seconds = [_seconds(run, warmup, series, notes) for run in runs]
+    names = _names(seconds)
+    figures = {name: [name_figures(run.names[name]) for run in seconds] for name in names}
+    lengths = [len(run.names[names[0]].seconds) if names else 0 for run in seconds]
+    return calibration_document([run.label for run in runs], lengths, figures)

@@ -1,6 +1,6 @@
-"""The statistics of the comparison: a moving-block bootstrap over a run's seconds, exact percentiles of the merged
-HDR histograms of resampled seconds, and Welch's t interval over repeats. Pure numpy, seeded: the same input gives
-the same intervals.
+"""The statistics of the comparison over one run's seconds: a moving-block bootstrap, exact percentiles of the merged
+HDR histograms of resampled seconds (and of each second alone), and Student's t for a calibration's runs (the
+repeats' rank test is ``analysis.rank_test``). Pure numpy, seeded: the same input gives the same intervals.
 
 Why blocks: etcd's seconds are not independent (a compaction, a slow fsync, Go's garbage collector or a noisy
 neighbour spans several seconds), and resampling single seconds would make the interval too narrow. A block of
@@ -89,6 +89,21 @@ class LatencyCounts:
             result[:, column] = np.where(totals > 0, values, np.nan)
         return result
 
+    def each_second_ms(self, percentiles: Sequence[float]) -> np.ndarray:
+        """The percentiles of each second's own histogram, in ms: (seconds, len(percentiles)); NaN for a second
+        with no latency."""
+        result = np.full((len(self.matrix), len(percentiles)), np.nan)
+        if not self.matrix.size:
+            return result
+        cumulative = np.cumsum(self.matrix, axis=1)
+        totals = cumulative[:, -1]
+        for column, percentile in enumerate(percentiles):
+            targets = np.maximum(np.floor(percentile * totals / 100 + 0.5), 1)
+            index = (cumulative < targets[:, None] - 1e-9).sum(axis=1)
+            values = self.values_us[np.minimum(index, len(self.values_us) - 1)] / 1000
+            result[:, column] = np.where(totals > 0, values, np.nan)
+        return result
+
 
 def _counts(histogram: HdrHistogram | None) -> np.ndarray:
     if histogram is None or not histogram.get_total_count():
@@ -113,17 +128,3 @@ def t_quantile(degrees: float) -> float:
     """Student's t at 97.5 % for ``degrees`` of freedom, rounded down to a whole number (the wider interval)."""
     whole = max(1, math.floor(degrees))
     return _T975[whole - 1] if whole <= len(_T975) else 1.96
-
-
-def welch_interval(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[float, float, float]:
-    """The difference of the means (candidate - baseline) and its 95 % Welch t interval; each side needs two values
-    or more. An interval of zero width when neither side varies."""
-    a, b = np.asarray(baseline, float), np.asarray(candidate, float)
-    difference = float(b.mean() - a.mean())
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    spread = va + vb
-    if spread == 0:
-        return difference, difference, difference
-    degrees = spread**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = t_quantile(degrees) * math.sqrt(spread)
-    return difference, difference - half, difference + half

@@ -51,6 +51,7 @@ class RunSeconds:
     run: Run
     names: dict[str, NameSeconds]
     last_second: int | None  # the run's last whole second, for the end of a shape's last level
+    cut_s: float | None = None  # the warm-up cut the seconds start after (None: the whole run)
 
 
 def run_seconds(run: Run, cut_s: float | None = None, series: str = SERVICE) -> RunSeconds:
@@ -87,7 +88,7 @@ def run_seconds(run: Run, cut_s: float | None = None, series: str = SERVICE) -> 
             sums["failures"].to_numpy(dtype=np.int64),
             histograms.get(name, {}),
         )
-    return RunSeconds(run, found, last)
+    return RunSeconds(run, found, last, cut_s)
 
 
 def _histograms(run: Run, series: str, seconds: set[int], names: list[str]) -> dict[str, dict[int, HdrHistogram]]:

@@ -50,8 +50,9 @@ class LatencyRecorder:
         self._late_reports_lock = gevent.lock.Semaphore()
         self._reported_at: dict[str, float] = {}  # per worker, when its last report was made (its "at")
         # called before this process's recorded seconds are read: requests reported in batches (the loop engine's)
-        # reach the store first, so that "covered until now" holds for them too
-        self.before_collect: list[Callable[[], None]] = []
+        # reach the store first, so that "covered until now" holds for them too; each returns the time before which
+        # every request it reports has been handed to the request listeners (None: it reported none)
+        self.before_collect: list[Callable[[], float | None]] = []
 
     # -- reading: the merged figures so far --
 
@@ -88,6 +89,15 @@ class LatencyRecorder:
         if any(at is None for at in reported):
             return None
         return min(reported, default=store._now())
+
+    def apply_pending(self) -> float:
+        """Hand every request of this process reported in batches so far to the request listeners (Locust's
+        statistics among them); returns the time (``time.time()``) before which every request of this process that
+        ended has reached them, and none after: where a count of Locust's failures taken now begins and ends."""
+        until = None
+        for flush in self.before_collect:
+            until = flush() or until
+        return until if until is not None else store._now()
 
     def collect(self) -> None:
         """Fold this process's recorded seconds into the run's histograms (not on workers: theirs go to the master)."""

@@ -76,6 +76,7 @@ class Bridge:
         started.acquire()  # the loop is up within microseconds; nothing of the network is awaited here
 
     def _run_loop(self, started) -> None:
+        native.register_native_thread("etcd-loop")
         self.native_id = _native_thread_id()  # the client's CPU reads this thread's waits for a CPU
         asyncio.set_event_loop(self._loop)
         self._loop.call_soon(started.release)

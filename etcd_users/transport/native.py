@@ -69,6 +69,7 @@ class _NativeThread:
         self._start_native_thread(self._bootstrap, ())
 
     def _bootstrap(self) -> None:
+        register_native_thread(self.name or "grpc")
         try:
             self._target(*self._args, **self._kwargs)
         finally:
@@ -113,3 +114,25 @@ class _NativeSocketpair:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._socket, name)
+
+
+def native_lock():
+    """A lock of the operating system's threads: the gevent thread and the loop thread both take it (gevent's
+    patched lock only orders the greenlets of one thread)."""
+    import _thread
+
+    if "gevent" in sys.modules:
+        from gevent import monkey
+
+        return monkey.get_original("_thread", "allocate_lock")()
+    return _thread.allocate_lock()
+
+
+def register_native_thread(name: str) -> None:
+    """Call first thing in a native thread of a patched process: its entry in ``threading`` (what logging's
+    ``threadName`` reads) is made now, named, and tells a forked child that it is gone. The entry ``threading`` would
+    make itself on the thread's first log line (a dummy) fails gevent 25's check after a fork: every child process,
+    an etcd member the tool restarts among them, would print an AssertionError's traceback."""
+    entry = threading.current_thread()
+    entry.name = name
+    entry.is_alive = lambda: not entry._is_stopped  # stopped in a forked child, by threading's own after-fork hook

@@ -32,6 +32,7 @@ from etcd3.etcdrpc import rpc_pb2, rpc_pb2_grpc
 from etcd_users.settings import CLIENT_MAX_SEND_BYTES, Endpoint, EtcdSettings
 from etcd_users.transport import learners, membership
 from etcd_users.transport.errors import UNANSWERED_LABELS, EndpointError, call_error, error_detail, error_label
+from etcd_users.transport.native import native_lock
 from etcd_users.transport.wire import RawKV
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,9 @@ class Connection:
     def __init__(self, endpoint: Endpoint, channel: grpc.aio.Channel) -> None:
         self.endpoint = endpoint
         self.metadata: tuple = ()
+        # users on greenlets count their calls on the gevent thread, the loop engine's on the loop thread: a run that
+        # mixes them counts from both, one count at a time
+        self._counting = native_lock()
         self.pending = 0
         self.answered_at = time.perf_counter()
         self.generation = 0
@@ -82,22 +86,24 @@ class Connection:
 
     def call_started(self) -> int:
         """Count a call in; returns the token for its ``call_ended``."""
-        if not self.pending:
-            self.answered_at = time.perf_counter()  # idle until now: silence is counted from here
-        self.pending += 1
-        return self.generation
+        with self._counting:
+            if not self.pending:
+                self.answered_at = time.perf_counter()  # idle until now: silence is counted from here
+            self.pending += 1
+            return self.generation
 
     def call_ended(self, token: int, answered: bool, at: float) -> bool:
         """Count out the call ``token`` came from; ``answered``: etcd replied at ``at`` (a response, or etcd's error).
 
         False when the pool replaced the channel under the call: the call was abandoned and its answer is not counted.
         """
-        self.pending -= 1
-        if token != self.generation:
-            return False
-        if answered:
-            self.answered_at = at
-        return True
+        with self._counting:
+            self.pending -= 1
+            if token != self.generation:
+                return False
+            if answered:
+                self.answered_at = at
+            return True
 
     def call_finished(
         self, token: int, error: BaseException | None, seconds: float, ended: float, timeout: float

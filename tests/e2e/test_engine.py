@@ -17,6 +17,7 @@ import pytest
 from checks import assert_no_traceback, failure_labels, stats_rows
 from support import HEADLESS, headless_args, member_counter, read_csv_rows, run_locust, start_locust
 
+from etcd_users.exposition import fetch_metrics, metric_sum
 from etcd_users.local import LocalCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -84,12 +85,12 @@ def counts_agree_with_etcd(locust_puts: int, etcd_puts: float, users: int) -> bo
     return locust_puts + 1 <= etcd_puts <= locust_puts + 1 + users
 
 
-def put_run(cluster: LocalCluster, out, *env: tuple[str, str], users: int = 16):
+def put_run(cluster: LocalCluster, out, *env: tuple[str, str], users: int = 16, seconds: int = 4):
     prefix = out / "run"
     before = member_counter(cluster, "Put")[0]
     environment = dict(env)
     # without the pre-flight's burst of puts: etcd's count is then the run's puts and the write check's
-    args = probe_args(cluster, prefix, "--etcd-skip-preflight", users=users, seconds=4)
+    args = probe_args(cluster, prefix, "--etcd-skip-preflight", users=users, seconds=seconds)
     result = run_locust(*args, "EtcdPutUser", env=environment)
     assert_no_traceback(result.stdout + result.stderr)
     after = member_counter(cluster, "Put")[0]
@@ -170,18 +171,27 @@ def test_a_shape_lowering_the_users_lowers_the_rate_within_two_seconds(etcd1, tm
 
 
 def test_a_custom_user_keeps_its_greenlet_beside_ready_workloads_on_the_loop(etcd1, tmp_out):
+    """Both engines in one process under load: they note their writes and reads for the audit and count their calls
+    on the same connections from two threads, and the audit finds every acknowledged write."""
     prefix = tmp_out / "run"
-    args = ("--etcd-prefix", "/engine-custom/", "--etcd-cleanup")
+    args = ("--etcd-prefix", "/engine-custom/", "--etcd-cleanup", "--etcd-conns", "2")
     custom = ("-f", "examples/custom_workload.py,locustfile.py")
     result = run_locust(
-        *custom, *headless_args(etcd1, prefix, *args, users=4, seconds=3)[2:], "WriteThenReadUser", "EtcdPutUser"
+        *custom,
+        *headless_args(etcd1, prefix, *args, users=32, seconds=4)[2:],
+        "WriteThenReadUser",
+        "EtcdPutUser",
+        "LinearizableRangeUser",
     )
     assert_no_traceback(result.stdout + result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
     line = engine_line(result.stderr)
     assert "EtcdPutUser on the loop thread" in line and "WriteThenReadUser on greenlets (tasks of its own)" in line
     rows = stats_rows(prefix)
-    assert {"put", "write", "read-back"} <= set(rows), rows.keys()
+    assert {"put", "write", "read-back", "range/linearizable"} <= set(rows), rows.keys()
+    assert all(int(row["Failure Count"]) == 0 for row in rows.values()), rows
+    audit = r"^audit: 1 member's HashKV equal at rev \d+; [\d,]+ acknowledged writes, 0 lost"
+    assert re.search(audit, result.stderr, re.M), result.stderr[-3000:]
 
 
 def test_a_follower_killed_under_the_loop_s_puts_loses_no_acknowledged_write_and_has_its_cost(tmp_out):
@@ -214,3 +224,100 @@ def test_a_rate_above_what_one_process_sends_says_early_how_many_processes_it_ne
     assert needed >= 2 and f"give --processes {needed}" in line, line
     # said early: before the run's end, not among its closing lines
     assert result.stderr.index(line) < result.stderr.index("Response time percentiles"), result.stderr[-3000:]
+
+
+def started_calls(cluster: LocalCluster, *methods: str) -> int:
+    """etcd's own count of the calls of ``methods`` it started, on every member."""
+    return int(
+        sum(
+            metric_sum(fetch_metrics(url), "grpc_server_started_total", grpc_method=method)
+            for url in cluster.metrics_urls
+            for method in methods
+        )
+    )
+
+
+def answered_unreported(stdout: str) -> int:
+    (line,) = [line for line in stdout.splitlines() if line.startswith("answered unreported: ")]
+    return int(line.removeprefix("answered unreported: "))
+
+
+def test_nothing_is_sent_after_a_user_s_stop_not_even_the_second_call_of_an_operation(fresh_etcd1, tmp_out):
+    """EtcdDeleteUser puts a key, then deletes it. Stopped between the two, a user must not send the delete: etcd
+    then started exactly the calls Locust counted, the write check's put and delete, and those on the wire when their
+    users stopped (answered, not reported)."""
+    before = started_calls(fresh_etcd1, "Put", "DeleteRange")
+    args = probe_args(fresh_etcd1, tmp_out / "run", "--etcd-skip-preflight", users=48, seconds=3)
+    result = run_locust(*args, "EtcdDeleteUser", env={"ENGINE_PROBE_AFTER_STOP_S": "0"})
+    assert_no_traceback(result.stdout + result.stderr)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = stats_rows(tmp_out / "run")
+    counted = int(rows["put"]["Request Count"]) + int(rows["delete"]["Request Count"])
+    unreported = answered_unreported(result.stdout)
+    assert unreported <= 48
+    assert started_calls(fresh_etcd1, "Put", "DeleteRange") - before == counted + 2 + unreported, (counted, unreported)
+
+
+def test_a_listener_that_raises_gets_every_request_and_the_run_exits_2_on_either_engine(etcd1, tmp_out):
+    """As Locust's EventHook.fire treats a listener: each request on its own, the failure logged, exit code 2."""
+    for engine in ("loop", "greenlet"):
+        prefix = tmp_out / engine
+        args = ("--etcd-engine", engine, "--etcd-prefix", f"/engine-raise-{engine}/", "--etcd-cleanup")
+        result = run_locust(
+            *probe_args(etcd1, prefix, *args, users=8, seconds=3), "EtcdPutUser", env={"ENGINE_PROBE_RAISE_EVERY": "97"}
+        )
+        puts = int(stats_rows(prefix)["put"]["Request Count"])
+        assert puts > 97, puts
+        assert listener_counts(result.stdout) == {"put": puts}, engine
+        assert result.returncode == 2, (engine, result.stderr[-3000:])
+        assert "Uncaught exception in event handler" in result.stderr
+        assert "the probe's listener fails on request 97" in result.stderr
+
+
+def test_a_listener_s_stop_user_stops_the_user_whose_request_it_was(etcd1, tmp_out):
+    args = ("--etcd-prefix", "/engine-stop-user/", "--etcd-cleanup", "--etcd-user-rate", "50")
+    env = {"ENGINE_PROBE_STOP_USERS_AFTER": "20"}
+    result = run_locust(*probe_args(etcd1, tmp_out / "run", *args, users=4, seconds=4), "EtcdPutUser", env=env)
+    assert_no_traceback(result.stdout + result.stderr)
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("fewest users: ")]
+    assert line == "fewest users: 0", result.stdout[-2000:]
+
+
+def test_a_level_counts_the_failures_that_ended_in_it_none_between_two_levels(etcd1, tmp_out):
+    """Three levels of the same 4 users, every put refused by etcd (a value over its request limit): each level's
+    failures are those that ended between its users all running and its end, to the request."""
+    prefix, out = tmp_out / "run", tmp_out / "failures.json"
+    shape = ("-f", f"{PROBE[1]},shapes/ladder.py", "--shape-ladder", "4,4,4", "--shape-step-time", "2")
+    run = ("--headless", "--only-summary", "--csv", str(prefix), "--etcd-endpoints", ",".join(etcd1.endpoints))
+    # the member takes 1.5 MiB (etcd's default): told it takes more, the tool sends what etcd refuses
+    too_large = ("--etcd-val-size", "2000000", "--etcd-max-request-bytes", "3000000")
+    load = ("--etcd-user-rate", "100", *too_large, "--etcd-prefix", "/engine-levels/")
+    result = run_locust(*shape, *run, *load, "EtcdPutUser", env={"ENGINE_PROBE_FAILURES_OUT": str(out)})
+    assert_no_traceback(result.stdout + result.stderr)
+    ended = json.loads(out.read_text())
+    levels = json.loads((tmp_out / "run_shape.json").read_text())["levels"]
+    assert len(levels) == 3 and ended, (len(levels), len(ended))
+    for level in levels:
+        within = sum(level["running_at"] <= at < level["ended_at"] for at in ended)
+        counted = sum(error["occurrences"] for error in level["errors"])
+        assert within > 0 and abs(counted - within) <= 1, (level["name"], counted, within)
+
+
+def test_a_run_whose_locust_lacks_batch_logging_counts_each_request_and_says_so(fresh_etcd1, tmp_out):
+    result, puts, handled = put_run(fresh_etcd1, tmp_out, ("ENGINE_PROBE_NO_BATCH_LOGGING", "1"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = "each result reaches Locust's statistics on its own"
+    lines = [line for line in result.stderr.splitlines() if said in line]
+    assert len(lines) == 1 and "Locust 9.9 has no StatsEntry.num_reqs_per_sec" in lines[0], lines
+    assert counts_agree_with_etcd(puts, handled, 16), (puts, handled)
+    assert listener_counts(result.stdout) == {"put": puts}
+
+
+def test_a_short_run_on_this_locust_counts_its_requests_in_its_csv(fresh_etcd1, tmp_out):
+    """CI runs this module on the lowest Locust requirements.txt allows, and on the newest."""
+    result, puts, handled = put_run(fresh_etcd1, tmp_out, seconds=5)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "no request was measured" not in result.stderr and "AttributeError" not in result.stderr
+    assert puts > 0 and counts_agree_with_etcd(puts, handled, 16), (puts, handled)
+    exact = {row["Name"]: row for row in read_csv_rows(tmp_out / "run_latency.csv") if row["Series"] == "service"}
+    assert int(exact["put"]["Count"]) == puts

@@ -12,7 +12,7 @@ from etcd_users.core import collector
 def restored_gc():
     threshold = gc.get_threshold()
     yield
-    gc.unfreeze()
+    collector.on_test_stop()
     gc.set_threshold(*threshold)
 
 
@@ -44,8 +44,19 @@ class _User:
 def test_users_stopped_between_two_spawns_are_freed_not_set_aside(restored_gc):
     gc.unfreeze()
     users = [_User() for _ in range(100)]
-    collector.on_spawning_complete()  # the first level's users are up
+    collector.on_spawning_complete(user_count=100)  # the first level's users are up
     gone = weakref.ref(users[0])
     del users  # a shape stops them: garbage, held only by their own cycles
-    collector.on_spawning_complete()  # the next level's users are up
+    collector.on_spawning_complete(user_count=10)  # the next level's users are up
     assert gone() is None
+
+
+def test_a_spawn_that_adds_users_makes_no_full_collection(restored_gc):
+    """Going up a ladder only sets the new users aside: a full pass would pause every user of the process."""
+    gc.unfreeze()
+    collector.on_spawning_complete(user_count=10)
+    collections = gc.get_stats()[2]["collections"]
+    collector.on_spawning_complete(user_count=20)
+    assert gc.get_stats()[2]["collections"] == collections
+    collector.on_spawning_complete(user_count=5)  # and coming down collects once
+    assert gc.get_stats()[2]["collections"] == collections + 1

@@ -16,7 +16,7 @@ import pytest
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.features.engine.choice import engine_line, ready, runs_on_loop
-from etcd_users.features.engine.locust_stats import is_locust_listener, log_batch
+from etcd_users.features.engine.locust_adapter import is_locust_listener, log_batch
 from etcd_users.latency import store as latency_store
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
 from etcd_users.transport.wire import KeyRequests, field_header, put_revision, varint

@@ -4,9 +4,8 @@ and its reads judged against them (``ReadChecks``). Neither Locust nor gevent.
 Both ways of running users note the same things through this one class: a greenlet's ``EtcdClient`` on the gevent
 thread, a ready workload's ``etcd_users.features.engine.client.LoopClient`` on the loop thread, each right after a
 response and outside its timing. A read is judged against what was acknowledged when it was sent, so the notes are taken
-at once, never in a later batch. The two threads of a process only share these notes when a run mixes both kinds of
-users in one process; a note interleaved with the other thread's may then keep the older of two writes of one key or
-revision, which can only make a check more lenient, never fail a correct read.
+at once, never in a later batch. A run that mixes both kinds of users in one process notes from both threads: each
+note is taken whole under the record's lock (a lock of the operating system's threads, uncontended otherwise).
 """
 
 from __future__ import annotations
@@ -26,40 +25,47 @@ class ClientNotes:
         self.ledger = record.ledger
         self.reads = record.reads
         self.writes = record.reads.writes
+        self._lock = record.lock
 
     def put(self, key: bytes, revision: int, at: float) -> None:
         """A put of ``key`` acknowledged at ``revision``, its answer at ``at`` (``time.perf_counter()``)."""
-        self.ledger.put(key, revision)
-        self.writes.acknowledged(revision, at)
+        with self._lock:
+            self.ledger.put(key, revision)
+            self.writes.acknowledged(revision, at)
 
     def range_deleted(self) -> None:
         """A delete of a range sent: which keys it removed is not kept."""
-        self.ledger.untracked_delete()
+        with self._lock:
+            self.ledger.untracked_delete()
 
     def delete_sent(self, key: bytes) -> int:
         """Before a delete of one key is sent; returns the index for ``delete_answered``."""
-        return self.ledger.delete_sent(key)
+        with self._lock:
+            return self.ledger.delete_sent(key)
 
     def delete_answered(self, index: int, key: bytes, revision: int | None, at: float) -> None:
         """A delete ``delete_sent`` returned ``index`` for answered at ``revision``, or failed (None): cut short, it
         may still have been applied."""
-        self.ledger.delete_answered(index, key, revision)
-        if revision is not None:
-            self.writes.acknowledged(revision, at)
+        with self._lock:
+            self.ledger.delete_answered(index, key, revision)
+            if revision is not None:
+                self.writes.acknowledged(revision, at)
 
     def txn(self, request: rpc_pb2.TxnRequest, response: rpc_pb2.TxnResponse | None, at: float) -> None:
         """A transaction answered (``response``) or failed (None)."""
-        if response is not None:
-            ops = request.success if response.succeeded else request.failure
-            if _record_ops(self.ledger, ops, response.header.revision):
-                self.writes.acknowledged(response.header.revision, at)
-        elif _deletes(request):
-            self.ledger.untracked_delete()  # a failed transaction's deletes may have been applied all the same
+        with self._lock:
+            if response is not None:
+                ops = request.success if response.succeeded else request.failure
+                if _record_ops(self.ledger, ops, response.header.revision):
+                    self.writes.acknowledged(response.header.revision, at)
+            elif _deletes(request):
+                self.ledger.untracked_delete()  # a failed transaction's deletes may have been applied all the same
 
     def read_sent(self, key: bytes, serializable: bool, range_end: bytes) -> tuple[float, int, int]:
         """Before a read is sent: when, the newest revision acknowledged then, and its single key's latest write."""
-        mark = 0 if serializable or range_end else self.ledger.mark(key)
-        return time.perf_counter(), self.writes.newest, mark
+        with self._lock:
+            mark = 0 if serializable or range_end else self.ledger.mark(key)
+            return time.perf_counter(), self.writes.newest, mark
 
     def read_answered(
         self,
@@ -73,10 +79,11 @@ class ClientNotes:
         """A read ``read_sent`` returned ``sent`` for, answered: a serializable one's staleness measured, a
         linearizable one judged."""
         sent_at, newest, mark = sent
-        if serializable:
-            self.reads.serializable(sent_at, newest, response.header.revision, member)
-        else:
-            self.reads.linearizable(sent_at, newest, mark, response, key, member, name)
+        with self._lock:
+            if serializable:
+                self.reads.serializable(sent_at, newest, response.header.revision, member)
+            else:
+                self.reads.linearizable(sent_at, newest, mark, response, key, member, name)
 
 
 def _record_ops(ledger, ops: Iterable[rpc_pb2.RequestOp], revision: int) -> bool:

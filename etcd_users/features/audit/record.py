@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from etcd_users.features.audit.ledger import Ledger
 from etcd_users.features.audit.reads import ReadChecks
 from etcd_users.features.audit.staleness import MemberStaleness
+from etcd_users.transport.native import native_lock
 from etcd_users.transport.watch_counts import WatchCounts
 
 
@@ -19,6 +21,9 @@ class RunRecord:
     ledger: Ledger
     watches: WatchCounts = field(default_factory=WatchCounts)
     reads: ReadChecks = field(default_factory=ReadChecks)
+    # the clients of a process note into the ledger and the reads from two threads when a run mixes users on greenlets
+    # and on the loop thread (``audit.notes``): one note at a time
+    lock: Any = field(default_factory=native_lock)
 
 
 @dataclass

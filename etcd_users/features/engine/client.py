@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from operator import attrgetter
 
 from etcd3.etcdrpc import rpc_pb2
@@ -32,6 +33,7 @@ from etcd_users.transport.errors import (
     EndpointError,
     error_label,
 )
+from etcd_users.transport.native import native_lock
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.wire import KeyRequests, parse_delete, parse_range, parse_txn, put_revision
 
@@ -59,14 +61,24 @@ class LoopClient:
         self._watchers = watchers
         # when the request due now should have been sent (time.perf_counter()), set by a rate-driven loop
         self.intended_start: float | None = None
-        # set by the user's greenlet before it cancels this user's task: a cancellation is then the user's end, not
-        # a call's failure
+        # The user's stop (``stop``, on the gevent thread) and this user's calls (on the loop thread) meet under this
+        # lock: once ``stopping`` is set, no call goes out, and a call on the wire then is answered unreported
+        # (``in_call``: sent, and its answer not yet taken). A call on the wire is let finish rather than cancelled:
+        # etcd 3.5.0-3.5.4 panic on a read-only txn cancelled by its client (etcd issue #14110).
+        self._stop_lock = native_lock()
         self.stopping = False
-        # a call is on the wire: the user's end waits for its answer rather than cancel it (etcd 3.5.0-3.5.4 panic on a
-        # read-only txn cancelled by its client, etcd issue #14110)
         self.in_call = False
         self.acknowledged = 0.0  # time.perf_counter() at the last call's status
         self.failure = ""  # the error label of the last call that failed
+        # what a request listener raised for this user's request (StopUser, RescheduleTask...), taken to its greenlet
+        self.deliver: Callable[[BaseException], None] = _nobody
+
+    def stop(self) -> bool:
+        """The user stops (gevent thread): nothing more is sent. True when a call was on the wire: its answer will not
+        be reported."""
+        with self._stop_lock:
+            self.stopping = True
+            return self.in_call
 
     # -- the calls --
 
@@ -75,26 +87,28 @@ class LoopClient:
         return pool.connection_on_loop() or await pool.elected_connection()
 
     async def unary(self, connection: Connection, method: attrgetter, request: bytes):
-        """One call, unreported: (answer's bytes or None, error or None, seconds, its end)."""
+        """One call, unreported: (answer's bytes or None, error or None, seconds, its end). After the user's stop
+        nothing is sent, and an answer that comes after it is not returned: both end the user's coroutine."""
+        with self._stop_lock:
+            if self.stopping:
+                raise asyncio.CancelledError
+            self.in_call = True
         token = connection.call_started()
         started = time.perf_counter()
-        self.in_call = True
         try:
             answer = await method(connection)(request, timeout=self._timeout, metadata=connection.metadata)
             error = None
         except asyncio.CancelledError as cancelled:  # the user's end, or the pool closed the call's channel
-            if self.stopping:
-                connection.call_ended(token, False, 0.0)
-                raise
             answer, error = None, cancelled
         except Exception as failure:  # counted under etcd's label, never raised into the loop
             answer, error = None, failure
-        finally:
+        ended = time.perf_counter()
+        with self._stop_lock:
             self.in_call = False
-        if self.stopping:  # answered after the user's stop: not reported, as a stopped greenlet's call is not
+            stopped = self.stopping
+        if stopped:  # answered after the user's stop: not reported, as a stopped greenlet's call is not
             connection.call_ended(token, error is None, 0.0)
             raise asyncio.CancelledError
-        ended = time.perf_counter()
         # counted out; a call the pool abandoned is reported as EtcdClient's are (transport.errors.call_error)
         error = connection.call_finished(token, error, ended - started, ended, self._timeout)
         return answer, error, ended - started, ended
@@ -104,7 +118,7 @@ class LoopClient:
         if connection is None:
             connection = await self.connection()
         answer, error, seconds, ended = await self.unary(connection, method, request)
-        if error is not None and self._auth and error_label(error) == INVALID_TOKEN_LABEL:
+        if error is not None and self._auth and error_label(error) == INVALID_TOKEN_LABEL and not self.stopping:
             # tokens expire when unused: get a new one and retry once, timed afresh
             try:
                 await self.pool.authenticate(connection)
@@ -141,7 +155,7 @@ class LoopClient:
             if label in LEADER_LOST_LABELS:
                 pool.begin_outage(label)
         items = results.items
-        items.append((name, seconds, ended, length, label, intended))
+        items.append((name, seconds, ended, length, label, intended, self))
         if len(items) >= BATCH_MAX:
             results.hand_over()
         return label is None
@@ -243,3 +257,7 @@ class LoopClient:
         if self._notes is not None:
             self._notes.txn(request, parse_txn(answer) if answer is not None else None, self.acknowledged)
         return answer
+
+
+def _nobody(exception: BaseException) -> None:
+    """Before a user's loop runs there is no greenlet to take a listener's exception to."""

@@ -6,7 +6,8 @@ import logging
 
 from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.features.engine.choice import engine_line
+from etcd_users.features.engine.choice import engine_line, runs_on_loop
+from etcd_users.features.engine.locust_adapter import batch_logging_missing
 from etcd_users.features.engine.results import flush_loop_results
 from etcd_users.latency.recorder import LatencyRecorder
 
@@ -22,6 +23,9 @@ class EngineChoice(FeatureHooks):
         classes = environment.user_classes or []
         if classes:
             _say.info("%s", engine_line(classes, settings.engine))
+        missing = batch_logging_missing()
+        if missing and any(runs_on_loop(user_class, settings.engine) for user_class in classes):
+            _say.warning("engine: %s: each result reaches Locust's statistics on its own, as on greenlets", missing)
 
     def on_spawning_complete(self, **_kwargs) -> None:
         self._flush()  # before Locust's --reset-stats, which listens after this
@@ -32,6 +36,7 @@ class EngineChoice(FeatureHooks):
     def on_test_stop(self, environment, **_kwargs) -> None:
         self._flush()  # the users have stopped: their last results, before anything reads the figures
 
-    def _flush(self) -> None:
-        if self.tool.environment is not None:
-            flush_loop_results(run_context(self.tool.environment))
+    def _flush(self) -> float | None:
+        if self.tool.environment is None:
+            return None
+        return flush_loop_results(run_context(self.tool.environment))

@@ -1,22 +1,27 @@
 """The ready workloads' results, gathered on the loop thread and handed to the gevent thread in batches.
 
 Each request of a user's loop on the loop thread adds one result, ``(name, seconds, ended, response length, error
-label or None, intended seconds or None)``, ``ended`` on ``time.perf_counter()``'s clock. Every ``FLUSH_SECONDS``, or
-as soon as ``BATCH_MAX`` results wait, the batch goes to the gevent thread in one hand-off, where each listener of
-Locust's ``request`` event gets it:
+label or None, intended seconds or None, the user's client)``, ``ended`` on ``time.perf_counter()``'s clock. Every
+``FLUSH_SECONDS``, or as soon as ``BATCH_MAX`` results wait, the batch goes to the gevent thread in one hand-off, where
+each listener of Locust's ``request`` event gets it:
 
 - Locust's own listener (its statistics: the web UI, the CSV files, the fail ratio, its percentiles) through
-  ``locust_stats.log_batch``, each result at the time it ended;
+  ``locust_adapter.log_batch``, each result at the time it ended (one by one, as any other listener, on a Locust
+  that lacks what that takes: ``locust_adapter.batch_logging_missing``);
 - the exact latencies' store (``LatencyStore.record_batch``), also each at its time: the per-second files, the
   timeline of a disruption's cost, the gates, the rate held;
 - any other listener (an OpenTelemetry export, a locust-plugins listener, a locustfile's own) once per result, with
-  the keywords a request of the greenlet path fires.
+  the keywords a request of the greenlet path fires, each call on its own as Locust's ``EventHook.fire`` makes it: a
+  listener that raises is logged and makes the run exit with 2, and the others and the rest of the batch still get
+  their results; a ``StopUser`` (or another of the exceptions Locust lets through) goes to the user whose request it
+  was.
 
 The puts a watcher user of the process waits for go along (``watch_acks``: revision and acknowledgement time). What a
 read is judged against goes into the audit's notes at once, on the loop thread (``etcd_users.features.audit.notes``).
 
-``flush()`` applies whatever waits now: the plugin calls it when the users have stopped, before anything reads the
-run's figures, and when spawning completes (before Locust's ``--reset-stats``).
+``flush()`` applies whatever waits now and returns the time before which every result has been applied: the plugin
+calls it when the users have stopped, before anything reads the run's figures, when spawning completes (before
+Locust's ``--reset-stats``), and a load shape when one of its levels starts or ends.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -30,7 +35,14 @@ from collections.abc import Callable
 import gevent
 import gevent.lock
 
-from etcd_users.features.engine.locust_stats import is_locust_listener, log_batch
+from etcd_users.features.engine.locust_adapter import (
+    USER_EXCEPTIONS,
+    batch_logging_missing,
+    is_locust_listener,
+    listener_failed,
+    log_batch,
+    request_listeners,
+)
 from etcd_users.features.watchers.state import ProcessWatchers
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
 from etcd_users.session import ProcessSession
@@ -50,6 +62,8 @@ class LoopResults:
     def __init__(self, bridge: Bridge, environment, watchers: Callable[[], ProcessWatchers]) -> None:
         self.environment = environment
         self._watchers = watchers  # the process's watchers of the current run (made afresh at each run's start)
+        # this Locust's statistics take a batch at once, or each result as its listener would (told at the run's start)
+        self.batch_logging = batch_logging_missing() is None
         # loop thread: appended by the users' coroutines, handed over whole
         self.items: list[tuple] = []
         self.watch_acks: list[tuple[int, float]] = []
@@ -77,8 +91,9 @@ class LoopResults:
         self.items, self.watch_acks = [], []
         return batch
 
-    async def _take_now(self) -> tuple[list, list]:
-        return self._take()
+    async def _take_now(self) -> tuple[tuple[list, list], float]:
+        """Every result so far, and when they were taken: every request that ended before is among them."""
+        return self._take(), time.perf_counter()
 
     def _stop_timer(self) -> None:
         if self._timer is not None:
@@ -93,11 +108,16 @@ class LoopResults:
             self._scheduled = True
             gevent.spawn(self._apply_received)
 
-    def flush(self) -> None:
-        """Apply every result the users' coroutines have made so far (on the gevent thread, outside the hub)."""
+    def flush(self) -> float:
+        """Apply every result the users' coroutines have made so far (on the gevent thread, outside the hub); returns
+        the time (``time.time()``) before which every request of theirs that ended has been applied."""
+        until = time.time()
         if not self._bridge.closed:  # a process that ends on bad input has closed its loop: nothing ran since
-            self._received.append(self._bridge.run(self._take_now))
+            batch, taken = self._bridge.run(self._take_now)
+            self._received.append(batch)
+            until = taken + (time.time() - time.perf_counter())
         self._apply_received()
+        return until
 
     def close(self) -> None:
         """Stop handing over (the session closes); what waits is applied first."""
@@ -119,20 +139,20 @@ class LoopResults:
         offset = time.time() - time.perf_counter()
         timed = [
             (name, seconds, ended + offset, length, label, intended)
-            for name, seconds, ended, length, label, intended in items
+            for name, seconds, ended, length, label, intended, _client in items
         ]
         runner = self.environment.runner
-        for handler in list(self.environment.events.request._handlers):
+        for handler in request_listeners(self.environment):
             try:
                 owner = getattr(handler, "__self__", None)
                 if isinstance(owner, LatencyStore):
                     owner.record_batch(REQUEST_TYPE, timed)
-                elif runner is not None and is_locust_listener(handler):
+                elif runner is not None and self.batch_logging and is_locust_listener(handler):
                     log_batch(runner.stats, REQUEST_TYPE, timed)
                 else:
-                    _fire_each(handler, timed)
-            except Exception:  # as Locust's EventHook.fire: a listener that fails does not stop the others
-                logger.exception("a listener of the request event failed on a batch of etcd results")
+                    _fire_each(handler, timed, items)
+            except Exception:  # the tool's own batch listeners: as Locust's EventHook.fire treats a listener's failure
+                listener_failed()
 
     def _acknowledge_watches(self, watch_acks: list[tuple[int, float]]) -> None:
         """The puts a watcher user of this process times its events from (``watch/event`` rows, as
@@ -155,17 +175,23 @@ class LoopResults:
             latencies.acknowledged(revision, at, report)
 
 
-def _fire_each(handler, timed: list[tuple]) -> None:
-    """A listener the batch has no shortcut for: each result as the greenlet path fires it."""
-    for name, seconds, _at, length, label, intended in timed:
-        handler(
-            request_type=REQUEST_TYPE,
-            name=name,
-            response_time=seconds * 1000.0,
-            response_length=length,
-            exception=label,
-            context={INTENDED_CONTEXT_KEY: intended * 1000.0} if intended is not None else {},
-        )
+def _fire_each(handler, timed: list[tuple], items: list[tuple]) -> None:
+    """A listener the batch has no shortcut for: each result as the greenlet path fires it, each call on its own."""
+    for (name, seconds, at, length, label, intended), item in zip(timed, items, strict=True):
+        try:
+            handler(
+                request_type=REQUEST_TYPE,
+                name=name,
+                response_time=seconds * 1000.0,
+                response_length=length,
+                exception=label,
+                context={INTENDED_CONTEXT_KEY: intended * 1000.0} if intended is not None else {},
+                start_time=at - seconds,
+            )
+        except USER_EXCEPTIONS as exception:  # the user's, as on its greenlet: it stops (or moves on) there
+            item[6].deliver(exception)
+        except Exception:
+            listener_failed()
 
 
 def loop_results(context) -> LoopResults:
@@ -175,8 +201,8 @@ def loop_results(context) -> LoopResults:
     )
 
 
-def flush_loop_results(context) -> None:
-    """Apply every result of the users on the loop thread so far (before anything reads the run's figures)."""
+def flush_loop_results(context) -> float | None:
+    """Apply every result of the users on the loop thread so far (before anything reads the run's figures); returns
+    the time before which every one of them has been applied, None when no user ran on the loop thread."""
     results = context.get(ProcessSession).companion_if_any(LoopResults)
-    if results is not None:
-        results.flush()
+    return results.flush() if results is not None else None

@@ -4,18 +4,19 @@
 ``run_on_loop`` starts the user's coroutine on the loop thread and waits for it. The coroutine runs while the user's
 state is running: a graceful stop (``--stop-timeout``) ends it after its current request, as a greenlet's loop ends.
 Whatever ends the greenlet (Locust killing it as ``-u`` goes down or the run stops, a shape's next level, the web UI's
-stop, Ctrl-C) ends the coroutine first: the greenlet marks the user as stopping, lets a call on the wire finish (its
-answer not reported), cancels the task and waits until it has ended, so a coroutine never outlives its user and sends
-nothing after its stop. An error of the coroutine is raised in the greenlet, where Locust reports it as it reports a
-task's.
+stop, Ctrl-C, a request listener's ``StopUser``) ends the coroutine first: the greenlet marks the user as stopping
+(``LoopClient.stop``: from then on the coroutine sends nothing, not even the next call of an operation of several),
+lets a call on the wire finish (its answer not reported), cancels the task and waits until it has ended, so a
+coroutine never outlives its user. An error of the coroutine is raised in the greenlet, where Locust reports it as it
+reports a task's.
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
-from locust.user.users import LOCUST_STATE_RUNNING
 
 import asyncio
 
 from etcd_users.features.engine.client import LoopClient
+from etcd_users.features.engine.locust_adapter import user_running
 from etcd_users.features.engine.workloads import Workload, repeat
 
 
@@ -23,12 +24,14 @@ class LoopUser:
     """One Locust user's request loop as a task on the loop thread."""
 
     running = 0  # the process's users whose coroutine runs now (loop thread)
+    answered_unreported = 0  # calls on the wire when their user stopped, answered and not reported (gevent thread)
 
     def __init__(self, user, client: LoopClient, workload: Workload) -> None:
         self._user = user
         self._client = client
         self._workload = workload
         self._task: asyncio.Task | None = None
+        client.deliver = self._deliver
 
     def run(self, bridge) -> None:
         """Run the loop until the user stops (gevent thread); raise what ended it other than the stop."""
@@ -38,13 +41,21 @@ class LoopUser:
             ended = True
         finally:
             if not ended:  # killed while the coroutine runs: end it before the greenlet goes
-                self._client.stopping = True
+                if self._client.stop():
+                    LoopUser.answered_unreported += 1
                 bridge.run(self._end)
         if error is not None:
             raise error
 
+    def _deliver(self, exception: BaseException) -> None:
+        """A request listener raised ``exception`` (StopUser, RescheduleTask...) for one of this user's requests: it is
+        raised in the user's greenlet, as a listener called from the greenlet path raises it there."""
+        greenlet = self._user._greenlet
+        if greenlet is not None and not greenlet.dead:
+            greenlet.kill(exception, block=False)
+
     def _running(self) -> bool:
-        return self._user._state == LOCUST_STATE_RUNNING and not self._client.stopping
+        return user_running(self._user) and not self._client.stopping
 
     async def _main(self) -> None:
         self._task = asyncio.current_task()

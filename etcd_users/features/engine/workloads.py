@@ -21,13 +21,17 @@ from etcd_users.features.engine.client import LoopClient
 from etcd_users.requests import RangeRead, mixed_txn, puts, range_read
 
 Operation = Callable[[], Awaitable[object]]
+
+# uvloop wakes a timer at the nearest millisecond of a loop time taken when its turn began, up to a millisecond early:
+# a sleep asks half a millisecond more, and the schedule looks at the clock again when it wakes
+TIMER_ROUNDING = 0.0005
 Workload = Callable[[LoopClient], Operation]
 
 
 async def repeat(client: LoopClient, operation: Operation, running: Callable[[], bool]) -> None:
     """Run ``operation`` while ``running()``: back to back, or at ``--etcd-user-rate`` per second on an intended
     schedule that does not slip when a response is late (the next request goes out at once to catch up, and its
-    latency is also measured from when it was due)."""
+    latency is also measured from when it was due). A request never leaves before its due time."""
     settings = client.settings
     rate = settings.user_rate
     if rate <= 0:
@@ -39,10 +43,11 @@ async def repeat(client: LoopClient, operation: Operation, running: Callable[[],
     due = time.perf_counter() + first_arrival(settings.arrival, rate, generator)
     while running():
         delay = due - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        while delay > 0:  # a timer may wake early: never send before the due time
+            await asyncio.sleep(delay + TIMER_ROUNDING)
             if not running():
                 return
+            delay = due - time.perf_counter()
         client.intended_start = due
         await operation()
         due += interval()

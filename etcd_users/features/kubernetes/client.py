@@ -578,7 +578,8 @@ class KubernetesClient(EtcdClient):
         if error is not None or not self._compares or result.succeeded:
             return super()._report(name, result, error, seconds, ended)
         # a failed compare: etcd answered, the object had changed; counted apart from etcd's errors
-        self._fire_call(name, seconds, result.ByteSize(), CONFLICT_LABEL, self._take_context(ended))
+        started_at = time.time() - (time.perf_counter() - ended) - seconds
+        self._fire_call(name, seconds, result.ByteSize(), CONFLICT_LABEL, self._take_context(ended), started_at)
         return result
 
 

@@ -86,6 +86,7 @@ class PlannedShape(LoadTestShape):
         self.member_rows: Callable[[], list | None] = _no_member_rows
         self._run = _NOT_STARTED
         self._index: int | None = None
+        self._ended_with: tuple[float, ErrorCounts] | None = None  # when the last level ended, and its failures then
         self._judge: LiveJudge | None = None
         self._stop_reason: str | None = None
         self._breached = False
@@ -212,6 +213,7 @@ class PlannedShape(LoadTestShape):
         self.settings = settings
         self._run = run
         self._index = None
+        self._ended_with = None
         self._stop_reason = None
         self._breached = False
         # an option of the tool's etcd users: absent when the shape drives other users (plugin.install(etcd=False))
@@ -282,8 +284,11 @@ class PlannedShape(LoadTestShape):
             self._mark_running(index, time.time())
             self._write_record()
 
-    def _mark_running(self, index: int, when: float) -> None:
-        self.timeline.mark_running(index, when, self._error_counts())
+    def _mark_running(self, index: int, when: float, counted: tuple[float, ErrorCounts] | None = None) -> None:
+        """The level's users are all running: its failures count from here (``counted``: the counts the previous
+        level ended with, when this one needs no spawning)."""
+        when, errors = counted or self._error_counts_at(when)
+        self.timeline.mark_running(index, when, errors)
         level = self.timeline[index].level
         logger.debug("shape: all %d users of level '%s' running", level.users, level.name)
         if self._judge is not None and not level.warmup:
@@ -291,8 +296,19 @@ class PlannedShape(LoadTestShape):
 
     def _end_level(self, index: int, when: float) -> None:
         """The level ends (once): its failures counted, its window closed for its verdict."""
-        if self.timeline.end(index, when, self._error_counts()) and self._judge is not None:
-            self._judge.close(index, when)
+        when, errors = self._error_counts_at(when)
+        if self.timeline.end(index, when, errors):
+            self._ended_with = (when, errors)
+            if self._judge is not None:
+                self._judge.close(index, when)
+
+    def _error_counts_at(self, when: float) -> tuple[float, ErrorCounts]:
+        """Locust's failures until about ``when``, and the time they count until: the requests reported in batches
+        (the loop engine's) are applied first, and the count holds exactly those that ended before the time returned,
+        so that no failure falls between two levels."""
+        if self.recorder is not None:
+            when = self.recorder.apply_pending()
+        return when, self._error_counts()
 
     def _error_counts(self) -> ErrorCounts:
         """Locust's failures so far by request name and error text (on a master: its workers' merged)."""
@@ -304,16 +320,19 @@ class PlannedShape(LoadTestShape):
 
     def _enter(self, index: int, t: float) -> None:
         previous = self._index
-        now = time.time()
-        self._index = index
-        self.timeline.enter(index, now)
         level = self.timeline[index].level
-        if (
+        contiguous = (
             previous is not None
             and self.timeline[previous].running_at is not None
             and self.timeline[previous].level.users == level.users
-        ):
-            self._mark_running(index, now)  # nothing to spawn: its users are already all running
+            and self._ended_with is not None
+        )
+        # nothing to spawn: the level begins, its users all running, where the previous one ended
+        now = self._ended_with[0] if contiguous else time.time()
+        self._index = index
+        self.timeline.enter(index, now)
+        if contiguous:
+            self._mark_running(index, now, self._ended_with)
         total = "" if self.dynamic else f"/{len(self.timeline)}"
         logger.info("shape: level %d%s '%s' at %.1fs: %s", index + 1, total, level.name, t, self._load_text(level))
         self._write_record()

@@ -455,15 +455,16 @@ class EtcdClient:
         pool = self.session.pool
         self._acknowledged = ended
         context = self._take_context(ended)
+        started_at = time.time() - (time.perf_counter() - ended) - seconds  # Locust's start_time: the call's start
         if error is None:
             if pool.outage_started is not None:
                 pool.end_outage(ended)
-            self._fire_call(name, seconds, result.ByteSize(), None, context)
+            self._fire_call(name, seconds, result.ByteSize(), None, context, started_at)
             return result
         self._failure = label = error_label(error)
         if label in LEADER_LOST_LABELS or label in SLOW_MEMBER_LABELS:
             self.session.bridge.post(pool.rediscover)
-        self._fire_call(name, seconds, 0, label, context)
+        self._fire_call(name, seconds, 0, label, context, started_at)
         if label in LEADER_LOST_LABELS:
             pool.begin_outage(label)
             # a dead channel fails at once: without a pause a closed-loop user would spin on it, counting thousands
@@ -471,8 +472,11 @@ class EtcdClient:
             gevent.sleep(_OUTAGE_PAUSE)
         return None
 
-    def _fire_call(self, name: str, seconds: float, length: int, exception: str | None, context: dict) -> None:
-        """Locust's request event of one call: ``seconds`` long, ``length`` bytes answered, failed: ``exception``."""
+    def _fire_call(
+        self, name: str, seconds: float, length: int, exception: str | None, context: dict, started_at: float
+    ) -> None:
+        """Locust's request event of one call: ``seconds`` long from ``started_at`` (``time.time()``), ``length``
+        bytes answered, failed: ``exception``."""
         self._fire(
             request_type=REQUEST_TYPE,
             name=name,
@@ -480,6 +484,7 @@ class EtcdClient:
             response_length=length,
             exception=exception,
             context=context,
+            start_time=started_at,
         )
 
     def _take_context(self, ended: float) -> dict:
