@@ -1,7 +1,7 @@
 """The tail of a run: causes provoked from outside the tool (etcdctl compact, defrag, move-leader, snapshot save, a
-member frozen with SIGSTOP), one of the tool's own disruptions and a GC pause forced in a worker are each in
-``tail.events`` within 2 s of when they happened, and a second beside each names it; a quiet run names no defrag and
-no leader change."""
+member frozen with SIGSTOP, one killed with SIGKILL), one of the tool's own disruptions and a GC pause forced in a
+worker are each in ``tail.events`` within 2 s of when they happened, and a second beside each names it; a quiet run
+names no defrag and no leader change."""
 
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
     followers = [index for index in range(3) if index != leader]
     provoked: dict[str, tuple[float, str | None]] = {}
     failures: list[BaseException] = []
+    killed: list[int] = []
 
     def at(seconds: float, started: float) -> None:
         time.sleep(max(0.0, started + seconds - time.time()))
@@ -99,6 +100,11 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
             provoked["member-unanswering"] = (time.time() + 1.0, host(endpoints[paused]))
             time.sleep(2.0)
             cluster.resume_member(paused)
+            at(15.5, started)
+            leader_now = cluster.leader_index()
+            killed.append(next(index for index in range(3) if index not in (leader_now, paused)))
+            cluster.kill_member(killed[0])
+            provoked["killed"] = (time.time() + 0.5, host(endpoints[killed[0]]))
         except BaseException as error:  # reported by the test, not lost in the thread
             failures.append(error)
 
@@ -106,7 +112,8 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
     # --etcd-tail 100: every second of the run is in the report, so the seconds beside each provocation are there to
     # name it whatever their rank (which of them is slowest is etcd's business, not this test's)
     args = headless_args(cluster, prefix, "--etcd-tail", "100", "--etcd-cleanup", users=4, seconds=19)
-    args += ["--etcd-disrupt", "defrag:leader@16.5s", "--etcd-disrupt-allowed", "EtcdPutUser"]
+    # no audit: it would wait for the killed member (--etcd-audit-wait), which this test restarts only afterwards
+    args += ["--etcd-disrupt", "defrag:leader@16.5s", "--etcd-disrupt-allowed", "--etcd-skip-audit", "EtcdPutUser"]
     thread = threading.Thread(target=provoke, args=(time.time() + 4.0,))  # the run's start: its local checks first
     thread.start()
     result = run_locust(*args, timeout=120)
@@ -114,6 +121,15 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
     assert not failures, failures
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     tail = tail_of(prefix)
+    try:
+        killed_at, killed_member = provoked.pop("killed")
+        # a killed member refuses the scrape's connection: unanswering within the second, every second after
+        assert_seen(tail, "member-unanswering", killed_at, killed_member)
+        refused = [e for e in tail["events"] if e["member"] == killed_member and e["at"] > killed_at - 0.5]
+        assert any("refused" in event["evidence"].lower() for event in refused), refused
+    finally:
+        if killed:
+            cluster.start_member(killed[0])
     for cause, (when, member) in provoked.items():
         assert_seen(tail, cause, when, member)
     disruption = [event for event in tail["events"] if event["cause"] == "disruption:defrag"]
