@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import started_cluster
-from support import REPO, free_port, headless_args, run_analysis, run_locust, start_locust
+from support import REPO, free_port, headless_args, member_counter, run_analysis, run_locust, start_locust
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -75,8 +75,14 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
     def at(seconds: float, started: float) -> None:
         time.sleep(max(0.0, started + seconds - time.time()))
 
-    def provoke(started: float) -> None:
+    def provoke() -> None:
         try:
+            # the run's start: the users' first puts (no pre-flight burst), however long the tool took to get there
+            before, deadline = sum(member_counter(cluster, "Put")), time.monotonic() + 60
+            while sum(member_counter(cluster, "Put")) < before + 50:
+                assert time.monotonic() < deadline, "the run's puts did not start within 60 s"
+                time.sleep(0.2)
+            started = time.time()
             at(3.0, started)
             revision = status(endpoints[0])["header"]["revision"]
             etcdctl(endpoints[0], "compact", str(revision - 1))
@@ -113,8 +119,9 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
     # name it whatever their rank (which of them is slowest is etcd's business, not this test's)
     args = headless_args(cluster, prefix, "--etcd-tail", "100", "--etcd-cleanup", users=4, seconds=19)
     # no audit: it would wait for the killed member (--etcd-audit-wait), which this test restarts only afterwards
-    args += ["--etcd-disrupt", "defrag:leader@16.5s", "--etcd-disrupt-allowed", "--etcd-skip-audit", "EtcdPutUser"]
-    thread = threading.Thread(target=provoke, args=(time.time() + 4.0,))  # the run's start: its local checks first
+    args += ["--etcd-disrupt", "defrag:leader@16.5s", "--etcd-disrupt-allowed", "--etcd-skip-audit"]
+    args += ["--etcd-skip-preflight", "EtcdPutUser"]
+    thread = threading.Thread(target=provoke)
     thread.start()
     result = run_locust(*args, timeout=120)
     thread.join()
