@@ -5,10 +5,11 @@
 patching (``transport.native``), so ``python -m etcd_users.local``, the suite runner and the analysis can use its
 pure parts without Locust.
 
-Where to look: a request is timed in ``transport/bridge.py`` (``Bridge._start_unary``, ``_on_unary_done``); an
-endpoint is chosen in ``transport/pool.py`` (``EndpointPool.next_connection``, ``select``); a percentile is computed
-in ``hdr.py`` (``percentiles_us``); each Locust event is handled in ``core/plugin.py`` (``install``), which hands it
-to the hooks of the feature packages ``core/features.py`` names (``features/NAME/``), in their order.
+Where to look: a request of the ready workloads is timed in ``features/engine/client.py`` (``LoopClient.unary``, its end
+at grpc's done callback), one of a greenlet in ``transport/bridge.py`` (``Bridge._start_unary``, ``_on_unary_done``); an
+endpoint is chosen in ``transport/pool.py`` (``EndpointPool.next_connection``, ``select``); a percentile is computed in
+``hdr.py`` (``percentiles_us``); each Locust event is handled in ``core/plugin.py`` (``install``), which hands it to the
+hooks of the feature packages ``core/features.py`` names (``features/NAME/``), in their order.
 """
 
 import importlib

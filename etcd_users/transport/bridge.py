@@ -7,9 +7,10 @@ internals); ``docs/performance.md`` measures what that costs against a bare grpc
 the hand-off altogether: their users run on this loop (``etcd_users.features.engine``), and ``deliver`` carries their
 results back in batches. One bridge per process, made lazily after Locust has forked (``--processes``), never at import.
 
-Every request is timed here, on the loop thread: ``Bridge._start_unary`` takes the start, ``_on_unary_done`` the
-end (the call's status), so the hand-off between the threads is never part of a response time. The end is returned
-too, so that a rate-driven user's intended-time latency ends on the same clock at the same moment.
+A greenlet's request is timed here, on the loop thread: ``Bridge._start_unary`` takes the start, ``_on_unary_done``
+the end (the call's status, at grpc's done callback), so the hand-off between the threads is never part of a response
+time. The end is returned too, so that a rate-driven user's intended-time latency ends on the same clock at the same
+moment. The ready workloads' requests are timed the same way by their coroutines (``features/engine/client.py``).
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)

@@ -170,3 +170,21 @@ def test_the_ready_workloads_go_on_the_loop_and_tasks_of_one_s_own_on_greenlets(
         "own)"
     )
     assert engine_line([Ready], "greenlet") == "engine: Ready on greenlets (--etcd-engine greenlet)"
+
+
+def test_this_locust_has_what_logging_a_batch_takes_and_a_missing_part_is_named(monkeypatch):
+    from etcd_users.features.engine import locust_adapter
+
+    assert locust_adapter.batch_logging_missing() is None
+    monkeypatch.setattr(locust_adapter, "_ENTRY_FIELDS", (*locust_adapter._ENTRY_FIELDS, "num_reqs_per_minute"))
+    assert locust_adapter.batch_logging_missing() == f"Locust {locust.__version__} has no num_reqs_per_minute"
+
+
+def test_the_bucket_of_a_locust_without_its_function_is_the_rounding_it_wrote_inline():
+    from etcd_users.features.engine.locust_adapter import _inline_bucket
+
+    newer = getattr(locust.stats, "bucket_response_time", None)
+    values = [0.4, 0.5, 1.49, 99.4, 99.6, 147.0, 994.9, 3432.0, 58760.0, 123456.7]
+    assert [_inline_bucket(value) for value in values] == [0, 0, 1, 99, 100, 150, 990, 3400, 59000, 123000]
+    if newer is not None:  # the same buckets as the function that replaced it
+        assert [newer(value) for value in values] == [_inline_bucket(value) for value in values]

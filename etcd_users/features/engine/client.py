@@ -56,7 +56,7 @@ class LoopClient:
         self.requests = KeyRequests(settings.key_size, session.keys.value)
         self._timeout = settings.timeout
         self._auth = bool(settings.credentials.user)
-        self._results = results
+        self.results = results
         self._notes = notes
         self._watchers = watchers
         # when the request due now should have been sent (time.perf_counter()), set by a rate-driven loop
@@ -69,9 +69,18 @@ class LoopClient:
         self.stopping = False
         self.in_call = False
         self.acknowledged = 0.0  # time.perf_counter() at the last call's status
+        # time.perf_counter() when the call on the wire got its status (grpc's done callback), until this coroutine
+        # reads it; a batch taken in between holds back the results that ended after it (``LoopResults._take_now``)
+        self.status_at = 0.0
         self.failure = ""  # the error label of the last call that failed
         # what a request listener raised for this user's request (StopUser, RescheduleTask...), taken to its greenlet
         self.deliver: Callable[[BaseException], None] = _nobody
+
+    def _on_status(self, _call) -> None:
+        """grpc's done callback: the call's status is in. Called a turn of the loop before this user's coroutine gets
+        the answer, and before the other coroutines answered in the same turn have run: the end of the call's time
+        is taken here, so that the time this client spends on other users' answers is not counted as etcd's."""
+        self.status_at = time.perf_counter()
 
     def stop(self) -> bool:
         """The user stops (gevent thread): nothing more is sent. True when a call was on the wire: its answer will not
@@ -96,13 +105,16 @@ class LoopClient:
         token = connection.call_started()
         started = time.perf_counter()
         try:
-            answer = await method(connection)(request, timeout=self._timeout, metadata=connection.metadata)
+            call = method(connection)(request, timeout=self._timeout, metadata=connection.metadata)
+            call.add_done_callback(self._on_status)
+            answer = await call
             error = None
         except asyncio.CancelledError as cancelled:  # the user's end, or the pool closed the call's channel
             answer, error = None, cancelled
         except Exception as failure:  # counted under etcd's label, never raised into the loop
             answer, error = None, failure
-        ended = time.perf_counter()
+        ended = self.status_at or time.perf_counter()
+        self.status_at = 0.0  # read: the result of this call is added before this coroutine awaits again
         with self._stop_lock:
             self.in_call = False
             stopped = self.stopping
@@ -142,7 +154,7 @@ class LoopClient:
         if intended is not None:  # once: the schedule moves on
             self.intended_start = None
             intended = ended - intended
-        results = self._results
+        results = self.results
         pool = self.pool
         if error is None:
             if pool.outage_started is not None:
@@ -172,7 +184,7 @@ class LoopClient:
                     notes.put(key, revision, self.acknowledged)
                 if watching is not None:  # this process's watchers time the events of this put from its answer
                     self._watchers.local_writes = True
-                    self._results.watch_acks.append((revision, self.acknowledged))
+                    self.results.watch_acks.append((revision, self.acknowledged))
         return answer
 
     async def read(self, key: bytes, serializable: bool, name: str) -> bytes | None:

@@ -30,6 +30,7 @@ import asyncio
 import collections
 import logging
 import time
+import weakref
 from collections.abc import Callable
 
 import gevent
@@ -68,6 +69,7 @@ class LoopResults:
         self.items: list[tuple] = []
         self.watch_acks: list[tuple[int, float]] = []
         self._bridge = bridge
+        self._clients: weakref.WeakSet = weakref.WeakSet()  # the users' clients (loop thread)
         self._timer: asyncio.TimerHandle | None = None
         # gevent thread: batches received, applied in their order, one at a time
         self._received: collections.deque = collections.deque()
@@ -92,8 +94,19 @@ class LoopResults:
         return batch
 
     async def _take_now(self) -> tuple[tuple[list, list], float]:
-        """Every result so far, and when they were taken: every request that ended before is among them."""
-        return self._take(), time.perf_counter()
+        """The results of the requests that ended before a time, and that time: now, or the status of a call whose
+        user has not had its answer yet (its result comes later); the later results wait for the next batch."""
+        until = min((client.status_at for client in self._clients if client.status_at), default=time.perf_counter())
+        items, watch_acks = self._take()
+        later = [item for item in items if item[2] >= until]
+        if later:
+            self.items = later
+            items = [item for item in items if item[2] < until]
+        return (items, watch_acks), until
+
+    def register(self, client) -> None:
+        """A user's client adds its results here (``_take_now`` looks at its call on the wire)."""
+        self._clients.add(client)
 
     def _stop_timer(self) -> None:
         if self._timer is not None:

@@ -60,6 +60,7 @@ class LoopUser:
     async def _main(self) -> None:
         self._task = asyncio.current_task()
         client = self._client
+        client.results.register(client)
         LoopUser.running += 1
         try:
             await repeat(client, self._workload(client), self._running)

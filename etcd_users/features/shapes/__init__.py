@@ -10,7 +10,7 @@
 
 Shared, abstract: ``options`` (the ``--shape-*`` options), ``plan`` (levels, pure logic), ``timeline`` (each level
 with what happened to it), ``judging`` (each level's live verdict), ``record`` (``PREFIX_shape.json``), ``base``
-(``PlannedShape``, which ticks and delegates to them) and ``protocol`` (``JudgedShape``: what the tool calls on one).
+(``PlannedShape``, which ticks and delegates to them) and ``judged`` (``JudgedShape``: what the tool calls on one).
 Example: ``locust -f locustfile.py,shapes/step_spike.py --etcd-user-rate 10``.
 """
 
