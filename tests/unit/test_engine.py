@@ -177,7 +177,8 @@ def test_this_locust_has_what_logging_a_batch_takes_and_a_missing_part_is_named(
 
     assert locust_adapter.batch_logging_missing() is None
     monkeypatch.setattr(locust_adapter, "_ENTRY_FIELDS", (*locust_adapter._ENTRY_FIELDS, "num_reqs_per_minute"))
-    assert locust_adapter.batch_logging_missing() == f"Locust {locust.__version__} has no num_reqs_per_minute"
+    missing = locust_adapter.batch_logging_missing()
+    assert missing == f"Locust {locust.__version__} has no StatsEntry.num_reqs_per_minute"
 
 
 def test_the_bucket_of_a_locust_without_its_function_is_the_rounding_it_wrote_inline():

@@ -78,7 +78,7 @@ def batch_logging_missing() -> str | None:
         error = StatsError("etcd", "probe", "probe")
     except Exception as failure:  # a Locust whose statistics are made differently
         return f"its statistics cannot be made as before ({type(failure).__name__})"
-    missing = [name for name in _ENTRY_FIELDS if not hasattr(entry, name)]
+    missing = [f"StatsEntry.{name}" for name in _ENTRY_FIELDS if not hasattr(entry, name)]
     missing += [f"StatsError.{name}" for name in _ERROR_FIELDS if not hasattr(error, name)]
     if not hasattr(StatsError, "create_key"):
         missing.append("StatsError.create_key")
