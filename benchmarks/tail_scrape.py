@@ -27,12 +27,13 @@ from etcd_users.features.tail.member_signals import read_page
 from etcd_users.features.tail.scrape import PageFetcher
 
 
-def one_run(endpoint: str, metrics_url: str, tail: int, seconds: int, users: int, out: Path) -> dict:
+def one_run(endpoint: str, metrics_url: str, tail: int, seconds: int, users: int, out: Path, rate: float) -> dict:
     prefix = out / f"tail{tail}-{time.monotonic_ns()}"
     etcd_cpu = metric_sum(fetch_metrics(metrics_url), "process_cpu_seconds_total")
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary"]
     command += ["-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--csv", str(prefix)]
     command += ["--etcd-endpoints", endpoint, "--etcd-tail", str(tail), *locust_etcd_flags(), "EtcdPutUser"]
+    command += ["--etcd-user-rate", str(rate)] if rate else []
     subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=seconds + 120, check=False)
     etcd_cpu = metric_sum(fetch_metrics(metrics_url), "process_cpu_seconds_total") - etcd_cpu
     summary = json.loads(Path(f"{prefix}_summary.json").read_text())
@@ -56,6 +57,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=4, help="runs of each kind, alternating")
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--users", type=int, default=32)
+    parser.add_argument(
+        "--user-rate",
+        type=float,
+        default=0.0,
+        help="requests a second of each user (--etcd-user-rate): at a fixed rate the CPU per put compares alone",
+    )
     arguments = parser.parse_args()
     runs: dict[int, list[dict]] = {0: [], 10: []}
     with local_etcd() as cluster, tempfile.TemporaryDirectory(prefix="tail-scrape-") as out:
@@ -64,7 +71,11 @@ def main() -> None:
         for pair in range(arguments.pairs):
             for tail in (0, 10) if pair % 2 == 0 else (10, 0):  # ABBA: a drift of the machine favours neither
                 compact()
-                runs[tail].append(one_run(endpoint, metrics_url, tail, arguments.seconds, arguments.users, Path(out)))
+                runs[tail].append(
+                    one_run(
+                        endpoint, metrics_url, tail, arguments.seconds, arguments.users, Path(out), arguments.user_rate
+                    )
+                )
         page_ms = scrape_cpu_ms(metrics_url)
         page_bytes = len(PageFetcher(5.0).fetch(metrics_url))
     off, on = (statistics.median(run["qps"] for run in runs[tail]) for tail in (0, 10))
