@@ -104,6 +104,8 @@ class Compactor:
         self.probe = Probe(settings)
         self.schedule = CompactionSchedule(self.interval, time.monotonic(), slack=self.step / 2)
         self.compactions = 0
+        # (unix time, revision) of each compaction done: the tail's timeline names them (the newest kept)
+        self.compacted_at: deque[tuple[float, int]] = deque(maxlen=10_000)
         self._warned: set[str] = set()
         self._greenlet: gevent.Greenlet | None = None
         self._stopping = gevent.event.Event()
@@ -123,6 +125,7 @@ class Compactor:
                 logger.debug("etcd compaction: revision %d was already compacted", revision)
             self.schedule.compacted(time.monotonic(), revision)
             self.compactions += 1
+            self.compacted_at.append((time.time(), revision))
             logger.debug("etcd compaction: compacted at revision %d", revision)
         except (grpc.aio.AioRpcError, asyncio.TimeoutError, EndpointError) as error:
             self._warn(error_label(error) if not isinstance(error, EndpointError) else str(error))

@@ -32,6 +32,8 @@ SUFFIXES = {
     "skew": "_skew.json",  # etcd_users.features.workload.key_skew: the puts per key counted from the keys' versions
     # etcd_users.features.audit.run: how far behind each member's serializable reads were
     "staleness": "_staleness.csv",
+    # etcd_users.features.tail: the run's worst seconds with the events around them, and every event
+    "tail": "_tail.json",
     "summary": "_summary.json",  # etcd_users.features.summary.summary: the run in one file, written at its end
 }
 
@@ -204,6 +206,7 @@ SUMMARY_KEYS = (
     "watch",  # later: the watch workloads' figures and whether the client kept up (null without watch events)
     "preparation",  # later: what the run wrote before its measured window, by kind (null when nothing)
     "staleness",  # later: PREFIX_staleness.csv's rows, a dict per member (null without serializable reads measured)
+    "tail",  # later: the worst seconds with their causes and every event (PREFIX_tail.json; null with --etcd-tail 0)
 )
 # each of its "preparation" (etcd_users.preparation), under "key_space" (the reads' key space) or "kubernetes" (the
 # prefill): the keys the run starts with, those written (the others existed), the seconds it took, and why it stopped

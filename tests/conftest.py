@@ -68,6 +68,7 @@ LONGEST_UNITS = (
     "test_docs_commands.py",  # 440 s
     "test_audit.py",  # 140 s (quiet)
     "test_faults.py",  # 110 s
+    "test_tail.py",  # 90 s
     "test_prometheus.py",  # 85 s
     "test_peer_network.py",  # 85 s (quiet)
     "test_live_levels.py",  # 80 s

@@ -54,6 +54,7 @@ from etcd_users.analysis.suite import METRIC_KEYS, measure_suite, parse_metrics
 from etcd_users.analysis.suite import markdown as suite_markdown
 from etcd_users.analysis.suite import write_files as write_suite_files
 from etcd_users.analysis.tables import comparison_table, errors_table
+from etcd_users.analysis.tail import precondition_note, show_tail
 from etcd_users.analysis.tolerance import ToleranceError, defaults_text, parse_tolerances
 from etcd_users.analysis.ycsb import DECIMALS as YCSB_DECIMALS
 from etcd_users.analysis.ycsb import is_ycsb_suite, ycsb_table
@@ -341,6 +342,7 @@ def run_compare(args: argparse.Namespace) -> int:
     notes = [run.window_note for run in measured] + [note for run in measured for note in run.notes] + server_notes
     notes += client_notes + [note for run in measured if (note := skew_note(run.run))]
     notes += [note for run in measured if (note := staleness_note(run.run))]
+    notes += [note for run in measured if (note := precondition_note(run.run))]
     print(markdown_table(table))
     if notes:
         print()
@@ -356,6 +358,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print("\n".join(sentences(level_runs)))
     disruptions = _printed_table(runs, measure_disruptions, DISRUPTION_DECIMALS, DISRUPTION_NOTES)
     phases = _printed_table(runs, measure_phases, PHASE_DECIMALS, PHASE_NOTES)
+    show_tail(runs, args.out)
     audit = measure_audits(runs)
     # beside the first breach: what the members gave when a gate first failed (--etcd-profile-on-breach)
     captures = [line for run in runs for line in capture_lines(run.prefix, run.label if len(runs) > 1 else None)]

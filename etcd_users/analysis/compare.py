@@ -55,6 +55,7 @@ from etcd_users.analysis.resampling import (
 from etcd_users.analysis.seconds import NameSeconds, RunSeconds, run_seconds
 from etcd_users.analysis.skew import skew_note
 from etcd_users.analysis.suite import read_suite
+from etcd_users.analysis.tail import cause_difference_notes
 from etcd_users.analysis.timeseries import timeline
 from etcd_users.analysis.tolerance import LATENCY_PERCENTILES, METRICS, Metric
 from etcd_users.files import AGGREGATED, RUN_DONE, SERVICE, SUFFIXES
@@ -264,6 +265,7 @@ def compare(
         raise AnalysisError(f"no request name in common between the two sides{_names_text(names)}")
     for side in (baseline, candidate):  # how skewed each run's keys were: a difference the verdicts may come from
         notes += [note for cell in cells for run in side.cells[cell] if (note := skew_note(run))]
+    notes += cause_difference_notes(baseline.runs, candidate.runs)
     return comparison
 
 

@@ -44,6 +44,8 @@ FEATURES = (
     "disruptions",
     "shapes",
     "audit",
+    # the worst seconds explained: its file written before the summary reads it, its lines after the exact table
+    "tail",
     # last but four: it gathers what the others left (the gates, the disruptions, the audit) at quit
     "summary",
     # whether the load generator was the limit: a rate's processes early, the client-bound line at the end

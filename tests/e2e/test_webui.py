@@ -151,6 +151,7 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             "etcd SLA",
             "etcd disruptions",
             "etcd watchers",
+            "etcd tail",
         ]
         # the picker lists every class and ticks EtcdPutUser alone; the header shows the endpoints as the host
         assert len(args["users"]) == 14 and args["available_user_classes"] == ["EtcdPutUser"]

@@ -374,6 +374,7 @@ BAD_OPTIONS = [
     bad("etcd_k8s_lease_period", 0.0, "--etcd-k8s-lease-period: 0.0 must be greater than zero"),
     bad("etcd_k8s_compact_interval", -5.0, "--etcd-k8s-compact-interval: -5.0 must be zero or more"),
     bad("etcd_k8s_prefill_seconds", 0.0, "--etcd-k8s-prefill-seconds: 0.0 must be greater than zero"),
+    bad("etcd_tail", -1, "--etcd-tail: -1 must be zero or more"),
 ]  # fmt: skip
 # options without a bad value: flags, which are on or off
 NO_BAD_VALUE = {

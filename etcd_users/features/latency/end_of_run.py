@@ -36,7 +36,7 @@ FILE_ORDER = (
     *("latency", "latency_history", "hlog"),
     *("stats", "history", "failures", "exceptions"),
     *("etcd_metrics", "shape", "capacity", "client_cpu", "disruptions", "audit", "evidence", "evidence_html"),
-    *("staleness", "skew"),
+    *("staleness", "skew", "tail"),
     "summary",
 )
 

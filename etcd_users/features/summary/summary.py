@@ -318,4 +318,5 @@ class RunSummary(FeatureHooks):
             "lost_workers": [lost.to_dict() for lost in gates.lost_workers],
             "watch": watch.summary() if watch is not None else None,
             "preparation": preparation_of(tool.feature_hooks),
+            "tail": run_file("tail"),
         }

@@ -503,7 +503,11 @@ def install(
             return response
         try:
             payload = response.get_json()
-            payload["extended_stats"] = tabs.extended_stats()
+            # Locust may hand back the same response again (memoized): ours replaced, a feature's own (the tail's) kept
+            ours = tabs.extended_stats()
+            keys = {table["key"] for table in ours}
+            kept = [table for table in payload.get("extended_stats", ()) if table.get("key") not in keys]
+            payload["extended_stats"] = [*ours, *kept]
             response.set_data(json.dumps(payload))
         except Exception:  # the page must keep its own stats whatever ours do
             logger.exception("etcd tabs: could not add the etcd tables")
