@@ -77,25 +77,21 @@ class LatencyCounts:
         as HdrHistogram reports them (the highest value equivalent to the sample at the rank), in ms:
         (rows, len(percentiles)); NaN for a row with no latency."""
         weights = np.atleast_2d(weights)
-        result = np.full((len(weights), len(percentiles)), np.nan)
         if not self.matrix.size:
-            return result
-        cumulative = np.cumsum(weights @ self.matrix, axis=1)
-        totals = cumulative[:, -1]
-        for column, percentile in enumerate(percentiles):
-            targets = np.maximum(np.floor(percentile * totals / 100 + 0.5), 1)
-            index = (cumulative < targets[:, None] - 1e-9).sum(axis=1)
-            values = self.values_us[np.minimum(index, len(self.values_us) - 1)] / 1000
-            result[:, column] = np.where(totals > 0, values, np.nan)
-        return result
+            return np.full((len(weights), len(percentiles)), np.nan)
+        return self._percentiles_of(weights @ self.matrix, percentiles)
 
     def each_second_ms(self, percentiles: Sequence[float]) -> np.ndarray:
         """The percentiles of each second's own histogram, in ms: (seconds, len(percentiles)); NaN for a second
         with no latency."""
-        result = np.full((len(self.matrix), len(percentiles)), np.nan)
         if not self.matrix.size:
-            return result
-        cumulative = np.cumsum(self.matrix, axis=1)
+            return np.full((len(self.matrix), len(percentiles)), np.nan)
+        return self._percentiles_of(self.matrix, percentiles)
+
+    def _percentiles_of(self, counts: np.ndarray, percentiles: Sequence[float]) -> np.ndarray:
+        """Per row of ``counts`` (a histogram over ``values_us``) its percentiles in ms, NaN for an empty row."""
+        result = np.full((len(counts), len(percentiles)), np.nan)
+        cumulative = np.cumsum(counts, axis=1)
         totals = cumulative[:, -1]
         for column, percentile in enumerate(percentiles):
             targets = np.maximum(np.floor(percentile * totals / 100 + 0.5), 1)
