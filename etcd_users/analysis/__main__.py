@@ -347,6 +347,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if notes:
         print()
         print(markdown_notes(notes))
+    show_tail(runs, args.out)  # before the levels: a shape's answer (its capacity sentence) stays the last line
     level_runs = [found for run in measured if (found := measure_levels(run, names, args.series, args.sla))]
     if level_runs:
         level_table, level_notes = levels_table(level_runs), levels_notes(level_runs)
@@ -358,7 +359,6 @@ def run_compare(args: argparse.Namespace) -> int:
         print("\n".join(sentences(level_runs)))
     disruptions = _printed_table(runs, measure_disruptions, DISRUPTION_DECIMALS, DISRUPTION_NOTES)
     phases = _printed_table(runs, measure_phases, PHASE_DECIMALS, PHASE_NOTES)
-    show_tail(runs, args.out)
     audit = measure_audits(runs)
     # beside the first breach: what the members gave when a gate first failed (--etcd-profile-on-breach)
     captures = [line for run in runs for line in capture_lines(run.prefix, run.label if len(runs) > 1 else None)]

@@ -140,7 +140,8 @@ def cause_difference_notes(baseline: Sequence[Run], candidate: Sequence[Run]) ->
 
 
 def show_tail(runs: Sequence[Run], out: Path | None) -> None:
-    """After the comparison's tables: the runs' worst seconds with their events, and the chart with ``--out``."""
+    """After the comparison's table and its notes: the runs' worst seconds with their events, and the chart with
+    ``--out``."""
     table = worst_seconds_table(runs)
     if table is None:
         return
