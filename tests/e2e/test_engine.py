@@ -187,7 +187,9 @@ def test_a_custom_user_keeps_its_greenlet_beside_ready_workloads_on_the_loop(etc
     assert_no_traceback(result.stdout + result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
     line = engine_line(result.stderr)
-    assert "EtcdPutUser on the loop thread" in line and "WriteThenReadUser on greenlets (tasks of its own)" in line
+    on_loop = line.removeprefix("engine: ").split(" on the loop thread")[0]
+    assert set(on_loop.split(", ")) == {"EtcdPutUser", "LinearizableRangeUser"}, line  # in Locust's order of classes
+    assert "; WriteThenReadUser on greenlets (tasks of its own)" in line, line
     rows = stats_rows(prefix)
     assert {"put", "write", "read-back", "range/linearizable"} <= set(rows), rows.keys()
     assert all(int(row["Failure Count"]) == 0 for row in rows.values()), rows
