@@ -72,6 +72,7 @@ class LoopClient:
         # time.perf_counter() when the call on the wire got its status (grpc's done callback), until this coroutine
         # reads it; a batch taken in between holds back the results that ended after it (``LoopResults._take_now``)
         self.status_at = 0.0
+        self._call = None  # the call on the wire, whose status is stamped
         self.failure = ""  # the error label of the last call that failed
         # what a request listener raised for this user's request (StopUser, RescheduleTask...), taken to its greenlet
         self.deliver: Callable[[BaseException], None] = _nobody
@@ -80,7 +81,8 @@ class LoopClient:
         """grpc's done callback: the call's status is in. Called a turn of the loop before this user's coroutine gets
         the answer, and before the other coroutines answered in the same turn have run: the end of the call's time
         is taken here, so that the time this client spends on other users' answers is not counted as etcd's."""
-        self.status_at = time.perf_counter()
+        if _call is self._call:  # a status that comes after its coroutine gave up waiting stamps nothing
+            self.status_at = time.perf_counter()
 
     def stop(self) -> bool:
         """The user stops (gevent thread): nothing more is sent. True when a call was on the wire: its answer will not
@@ -105,7 +107,7 @@ class LoopClient:
         token = connection.call_started()
         started = time.perf_counter()
         try:
-            call = method(connection)(request, timeout=self._timeout, metadata=connection.metadata)
+            call = self._call = method(connection)(request, timeout=self._timeout, metadata=connection.metadata)
             call.add_done_callback(self._on_status)
             answer = await call
             error = None
@@ -114,7 +116,7 @@ class LoopClient:
         except Exception as failure:  # counted under etcd's label, never raised into the loop
             answer, error = None, failure
         ended = self.status_at or time.perf_counter()
-        self.status_at = 0.0  # read: the result of this call is added before this coroutine awaits again
+        self.status_at, self._call = 0.0, None  # read: the result of this call is added before this coroutine awaits
         with self._stop_lock:
             self.in_call = False
             stopped = self.stopping
