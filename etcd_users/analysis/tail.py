@@ -57,12 +57,16 @@ def worst_seconds_table(runs: Sequence[Run]) -> pd.DataFrame | None:
                     "second": item.get("second"),
                     "at_utc": time.strftime("%H:%M:%S", time.gmtime(item.get("at") or 0)),
                     "p99_ms": item.get("p99_ms"),
+                    "waited_ms": item.get("waited_ms"),  # nothing ended in it: the request on the wire through it
                     "requests": item.get("requests"),
                     "errors": item.get("errors"),
                     "beside": "; ".join(dict.fromkeys(named)),
                 }
             )
-    return pd.DataFrame(rows) if rows else None
+    if not rows:
+        return None
+    table = pd.DataFrame(rows)
+    return table.drop(columns="waited_ms") if table["waited_ms"].isna().all() else table
 
 
 def tail_chart(runs: Sequence[Run], out: Path) -> list[Path]:

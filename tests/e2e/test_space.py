@@ -61,7 +61,7 @@ def small_quota(auto_compaction_retention: str | None) -> Iterator[LocalCluster]
 
 
 def metric(url: str, name: str) -> float:
-    with _DIRECT.open(url, timeout=5) as response:
+    with _DIRECT.open(url, timeout=30) as response:  # a member on a loaded machine may take seconds
         return metric_sum(parse_metrics(response.read().decode()), name)
 
 
@@ -77,7 +77,7 @@ def gateway(endpoint: str, path: str, **body) -> dict:
     }
     request = urllib.request.Request(f"{endpoint}/v3/{path}", data=json.dumps(body).encode(), method="POST")
     try:
-        with _DIRECT.open(request, timeout=10) as response:
+        with _DIRECT.open(request, timeout=30) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
         return json.loads(error.read())

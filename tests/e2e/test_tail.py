@@ -60,7 +60,8 @@ def assert_seen(tail: dict, cause: str, at: float, member: str | None = None) ->
     ]
     assert any(abs(event["at"] - at) <= NEAR_S for event in events), (cause, member, at, events)
     beside = [item for item in tail["seconds"] if abs(item["at"] + 0.5 - at) <= 1.5]
-    assert any(cause in {found["cause"] for found in item["causes"]} for item in beside), (cause, at, beside)
+    every = [(item["at"], item["p99_ms"], item["waited_ms"]) for item in tail["seconds"]]
+    assert any(cause in {found["cause"] for found in item["causes"]} for item in beside), (cause, at, beside, every)
 
 
 def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_etcd3, tmp_out):

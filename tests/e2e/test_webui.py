@@ -120,7 +120,17 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
     files = "locustfile.py,shapes/step_spike.py,shapes/ladder.py"
     csv = tmp_out / "ui"
     with web_ui(
-        tmp_out, "-f", files, "--class-picker", "--etcd-endpoints", endpoints, "--etcd-cleanup", "--csv", str(csv)
+        tmp_out,
+        "-f",
+        files,
+        "--class-picker",
+        "--etcd-endpoints",
+        endpoints,
+        "--etcd-prefix",
+        "/test-webui-form/",
+        "--etcd-cleanup",
+        "--csv",
+        str(csv),
     ) as ui:
         args = ui.template_args()
         form = args["extra_options"]
@@ -136,7 +146,7 @@ def test_the_form_offers_every_option_and_a_picked_shape_runs_to_its_end(etcd1, 
             "etcd_engine": ["loop", "greenlet"],
             "etcd_arrival": ["fixed", "poisson"],
         }
-        given = {"etcd_endpoints": endpoints, "etcd_cleanup": True}
+        given = {"etcd_endpoints": endpoints, "etcd_prefix": "/test-webui-form/", "etcd_cleanup": True}
         for dest, option in expected.items():
             field = form[dest]
             assert field["default_value"] == given.get(dest, option.default), dest
@@ -215,7 +225,8 @@ def test_the_disruptions_tab_follows_the_schedule_and_the_sla_tab_judges_its_win
     endpoints = ",".join(etcd1.endpoints)
     gates = ("--etcd-sla", "put:p99<60s,disrupt:gap<3600s")
     schedule = ("--etcd-disrupt", "defrag@1s", "--etcd-disrupt-allowed", *gates)
-    args = ("-f", "locustfile.py", "--etcd-endpoints", endpoints, "--etcd-cleanup", *schedule, "EtcdPutUser")
+    args = ("-f", "locustfile.py", "--etcd-endpoints", endpoints, "--etcd-prefix", "/test-webui-disruptions/")
+    args += ("--etcd-cleanup", *schedule, "EtcdPutUser")
     with web_ui(tmp_out, *args) as ui:
         before = ui.stats()
         [waiting] = extended(before, "etcd-disruptions")
@@ -444,6 +455,7 @@ def test_a_person_starts_edits_and_stops_a_test_in_chromium(etcd1, tmp_out):
     SCREENSHOT.parent.mkdir(exist_ok=True)
     endpoints = ",".join(etcd1.endpoints)
     args = ("-f", "locustfile.py", "--class-picker", "--etcd-endpoints", endpoints, "--etcd-cleanup")
+    args += ("--etcd-prefix", "/test-webui-chromium/")
     with web_ui(tmp_out, *args) as ui, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:

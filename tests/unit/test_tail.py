@@ -152,6 +152,34 @@ def test_the_seconds_p99_is_the_exact_one_of_every_name_merged_and_late_reports_
     assert 39.9 <= second.p99_ms <= 40.1  # the 99th of 100 latencies: 40 ms, to HDR's precision
 
 
+def test_seconds_in_which_nothing_ended_while_a_request_waited_are_the_worst_and_a_quiet_second_is_none():
+    kept = SecondsKept()
+    for second in (100, 101, 105, 106, 110, 113):  # a stall from 102 to 104; 107-109, 111-112 nobody asked
+        latencies = [2.0] * 50
+        if second == 105:
+            latencies.append(4400.0)  # answered in 105, so sent in 101 at the latest: on the wire through 102-104
+        if second == 110:
+            latencies.append(1200.0)  # sent in 108 or 109, answered in 110: through no whole second for sure
+        kept.add(second, ("etcd", "put", "service"), hdr.histogram_of(latencies), 0)
+    seconds = kept.all()
+    assert 4400 <= seconds[105].max_ms <= 4405  # to HDR's 3 significant digits
+    stalled = attribution.stalls(seconds)
+    assert [(s.second, s.requests, s.p99_ms) for s in stalled] == [(102, 0, None), (103, 0, None), (104, 0, None)]
+    assert all(s.waited_ms == seconds[105].max_ms for s in stalled)
+    snapshot = Event(103.4, "snapshot", "m:1", "a snapshot was taken")
+    tail = attribution.report(seconds, [snapshot], 4, started=100.0)
+    assert [(item["second"], item["waited_ms"] is not None) for item in tail["seconds"]] == [
+        (2, True), (3, True), (4, True), (0, False),
+    ]  # fmt: skip
+    assert {cause["cause"] for cause in tail["seconds"][1]["causes"]} == {"snapshot"}
+    printed = attribution.lines(tail, None, "x", attribution.ranked(seconds, 4))
+    assert printed[0].startswith("tail: the 4 worst seconds (those in which nothing ended, then by exact P99")
+    assert printed[2].startswith("tail: s 3 (00:01:43 UTC): no request ended, one of 4.40") and "snapshot" in printed[2]
+    assert attribution.lines(attribution.report(seconds, [], 1, started=100.0), None, "x", 1)[0].startswith(
+        "tail: the 1 worst second (those in which nothing ended"
+    )
+
+
 def test_the_plain_reader_of_the_wanted_lines_agrees_with_the_exposition_parser():
     from etcd_users.exposition import parse_metrics
     from etcd_users.features.tail.member_signals import WANTED, samples

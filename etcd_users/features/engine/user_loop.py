@@ -15,6 +15,8 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import asyncio
 
+import gevent
+
 from etcd_users.features.engine.client import LoopClient
 from etcd_users.features.engine.locust_adapter import user_running
 from etcd_users.features.engine.workloads import Workload, repeat
@@ -44,6 +46,10 @@ class LoopUser:
                 if self._client.stop():
                     LoopUser.answered_unreported += 1
                 bridge.run(self._end)
+            if not LoopUser.running:
+                # the process's last user: its results reach Locust's statistics before the runner, which waits for
+                # this greenlet, says "stopped" (a web UI poll or a script would read the numbers then)
+                gevent.spawn(self._client.results.flush).join()
         if error is not None:
             raise error
 

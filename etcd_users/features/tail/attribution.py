@@ -9,6 +9,7 @@ is ``unexplained``, never tied to the nearest event.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -78,10 +79,26 @@ def causes(second: int, events: Sequence[Event]) -> list[tuple[Event, int]]:
     return kept
 
 
+def stalls(seconds: Mapping[int, Second]) -> list[Second]:
+    """The seconds in which no request ended while one was on the wire all through them, in time order: a request
+    that ended in second ``t`` after ``L`` seconds began at ``t + 1 - L`` at the latest, so it spanned every whole
+    second from then until ``t``. Each with its longest such request as ``waited_ms``. (A second nobody asked anything
+    in, as at a low rate, is no stall: no request spanned it.)"""
+    waited: dict[int, float] = {}
+    for figures in seconds.values():
+        if figures.max_ms is None or figures.max_ms < 1000.0:
+            continue
+        for second in range(math.ceil(figures.second + 1 - figures.max_ms / 1000.0), figures.second):
+            if second not in seconds and figures.max_ms > waited.get(second, 0.0):
+                waited[second] = figures.max_ms
+    return [Second(second, None, 0, 0, waited_ms=longest) for second, longest in sorted(waited.items())]
+
+
 def worst(seconds: Mapping[int, Second], count: int) -> list[Second]:
-    """The ``count`` seconds of highest P99, worst first, then every other second with errors in time order."""
+    """The ``count`` worst seconds: those in which nothing ended while a request waited (``stalls``), then those of
+    highest P99, worst first; then every other second with errors in time order."""
     timed = sorted((s for s in seconds.values() if s.p99_ms is not None), key=lambda s: (-s.p99_ms, s.second))
-    chosen = timed[:count]
+    chosen = (stalls(seconds) + timed)[:count]
     picked = {s.second for s in chosen}
     return chosen + sorted((s for s in seconds.values() if s.errors and s.second not in picked), key=lambda s: s.second)
 
@@ -103,6 +120,7 @@ def report(seconds: Mapping[int, Second], events: Sequence[Event], count: int, s
                 "at": figures.second,
                 "second": figures.second - origin,
                 "p99_ms": None if figures.p99_ms is None else round(figures.p99_ms, 3),
+                "waited_ms": None if figures.waited_ms is None else round(figures.waited_ms, 3),
                 "requests": figures.requests,
                 "errors": figures.errors,
                 "causes": [
@@ -144,8 +162,8 @@ def _day(second: int) -> str:
 
 
 def ranked(seconds: Mapping[int, Second], count: int) -> int:
-    """How many of ``worst``'s seconds are there for their P99 (the rest for their errors)."""
-    return min(count, sum(1 for figures in seconds.values() if figures.p99_ms is not None))
+    """How many of ``worst``'s seconds are there for their P99 or a stall (the rest for their errors)."""
+    return min(count, len(stalls(seconds)) + sum(1 for figures in seconds.values() if figures.p99_ms is not None))
 
 
 def lines(tail: dict, precondition_found: dict | None, scraped: str, by_p99: int | None = None) -> list[str]:
@@ -154,9 +172,10 @@ def lines(tail: dict, precondition_found: dict | None, scraped: str, by_p99: int
     out = []
     seconds = tail["seconds"]
     if seconds:
+        stalled = "those in which nothing ended, then " if any(item.get("waited_ms") for item in seconds) else ""
         out.append(
-            f"tail: the {len(seconds)} worst second{'s' * (len(seconds) != 1)} (by exact P99, and those with errors), "
-            "each with the events within 1 s of it: a coincidence in time, not a proof"
+            f"tail: the {len(seconds)} worst second{'s' * (len(seconds) != 1)} ({stalled}by exact P99, and those with "
+            "errors), each with the events within 1 s of it: a coincidence in time, not a proof"
         )
     printed, errors_left = [], 0
     shown = (len(seconds) if by_p99 is None else by_p99) + LINE_ERROR_SECONDS
@@ -166,11 +185,12 @@ def lines(tail: dict, precondition_found: dict | None, scraped: str, by_p99: int
         else:
             printed.append(item)
     for item in printed:
-        p99 = "-" if item["p99_ms"] is None else f"{item['p99_ms']:.3f} ms"
-        head = (
-            f"tail: s {item['second']} ({_day(item['at'])} UTC): P99 {p99}, {item['requests']:,} requests, "
-            f"{item['errors']:,} errors"
-        )
+        head = f"tail: s {item['second']} ({_day(item['at'])} UTC): "
+        if item.get("waited_ms"):
+            head += f"no request ended, one of {item['waited_ms'] / 1000:.3f} s was on the wire through it"
+        else:
+            p99 = "-" if item["p99_ms"] is None else f"{item['p99_ms']:.3f} ms"
+            head += f"P99 {p99}, {item['requests']:,} requests, {item['errors']:,} errors"
         found = item["causes"]
         if found[0]["cause"] == UNEXPLAINED:
             out.append(f"{head}: unexplained (no event within 1 s)")

@@ -46,13 +46,19 @@ def rows(tail: dict) -> list[dict[str, str]]:
         found.append(
             {
                 "name": f"s {item['second']} ({time.strftime('%H:%M:%S', time.gmtime(item['at']))} UTC)",
-                "p99": "-" if item["p99_ms"] is None else f"{item['p99_ms']:.3f}",
+                "p99": _p99(item),
                 "requests": f"{item['requests']:,}",
                 "errors": f"{item['errors']:,}",
                 "beside": "; ".join(dict.fromkeys(named)) or UNEXPLAINED,
             }
         )
     return found or [{"name": HINT, "p99": "", "requests": "", "errors": "", "beside": ""}]
+
+
+def _p99(item: dict) -> str:
+    if item.get("waited_ms"):
+        return f"none ended ({item['waited_ms'] / 1000:.3f} s on the wire)"
+    return "-" if item["p99_ms"] is None else f"{item['p99_ms']:.3f}"
 
 
 def install(environment, web_ui, report_so_far: Callable[[], dict]) -> None:

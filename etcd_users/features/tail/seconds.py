@@ -21,6 +21,8 @@ class Second:
     p99_ms: float | None
     requests: int
     errors: int
+    max_ms: float | None = None  # the slowest request that ended in it
+    waited_ms: float | None = None  # a second in which nothing ended: the longest request on the wire through it
 
 
 class SecondsKept:
@@ -54,20 +56,24 @@ class SecondsKept:
             if before is not None and second >= before:
                 break
             histogram, failures = self._open.pop(second)
-            count = histogram.total_count if histogram is not None else 0
-            p99 = hdr.percentiles_us(histogram, [99.0])[0] / 1000.0 if count else None
-            self.closed[second] = Second(second, p99, count + failures, failures)
+            self.closed[second] = _second(second, histogram, failures)
 
     def so_far(self) -> dict[int, Second]:
         """Every second so far, the open ones as they stand (a live view: nothing is closed)."""
         found = dict(self.closed)
         for second, (histogram, failures) in list(self._open.items()):
-            count = histogram.total_count if histogram is not None else 0
-            p99 = hdr.percentiles_us(histogram, [99.0])[0] / 1000.0 if count else None
-            found[second] = Second(second, p99, count + failures, failures)
+            found[second] = _second(second, histogram, failures)
         return found
 
     def all(self) -> dict[int, Second]:
         """Every second so far, closed."""
         self._close(None)
         return self.closed
+
+
+def _second(second: int, histogram: HdrHistogram | None, failures: int) -> Second:
+    count = histogram.total_count if histogram is not None else 0
+    if not count:
+        return Second(second, None, failures, failures)
+    p99 = hdr.percentiles_us(histogram, [99.0])[0] / 1000.0
+    return Second(second, p99, count + failures, failures, max_ms=histogram.get_max_value() / 1000.0)
