@@ -1,10 +1,11 @@
 """The registry: the tool's features, one package each under ``etcd_users/features/``, named in one list.
 
 ``FEATURES`` names packages only. Each package says what it brings in its ``FEATURE`` (a ``Feature``): its option
-group, its hooks, its users, its docs page. The list's order is the order of the help, of the option reference, of
-the web UI's form (``OPTIONS``) and of the hooks on every event (``etcd_users.core.plugin`` makes them when Locust
-builds its parser). What one feature leaves for another goes on the run's context as a slot the first one owns
-(``etcd_users.core.run_context``): no feature looks another's hooks up.
+group, its hooks, its users, its docs page. The list's order is the order of the help, of the option reference and of
+the web UI's form (``OPTIONS``); the hooks' order on every event (``etcd_users.core.plugin`` makes them when Locust
+builds its parser) is declared apart, where it matters (``FIRST``, ``LAST``, ``BEFORE``: ``hook_order``). What one
+feature leaves for another goes on the run's context as a slot the first one owns (``etcd_users.core.run_context``):
+no feature looks another's hooks up.
 
 Pure: a package's ``__init__`` imports its options only; its hooks and users are named, not imported, so that the
 reference and the suite runner read this list without Locust.
@@ -19,41 +20,56 @@ from etcd_users.core.declare import OptionGroup
 PACKAGE = "etcd_users.features"
 
 FEATURES = (
-    # the loop thread's batched results, applied before the recorder or Locust reads the figures; the start line
-    # that says which way each User class sends its requests (--etcd-engine, a workload option)
     "engine",
-    # the exact latencies and the client's CPU: every run's, also for a locustfile whose users are not etcd's
     "latency",
-    # the endpoints given or the local etcd started: the run's settings, resolved before any other feature's hooks
     "target_cluster",
     "connection",
-    # the reads' key space, written before the measured window (its test_start before the others' own)
     "key_space",
-    # the gates' hooks watch the workers: a run that lost some is not the run planned, whatever its figures
     "gates",
-    # the puts per key, counted from the keys' versions at the run's start and stop (PREFIX_skew.json)
     "workload",
     "watchers",
-    # before the members' watch: a port taken is refused at init before the pre-flight's burst reaches the members
     "exporter",
-    # the pre-flight report, the members' /metrics, the db against its quota, compaction, the capture at a breach
     "monitoring",
-    # the web UI's etcd tabs and its start form (on a master or single process with a web UI)
     "webui",
     "kubernetes",
     "disruptions",
     "shapes",
     "audit",
-    # the worst seconds explained: its file written before the summary reads it, its lines after the exact table
     "tail",
-    # last but four: it gathers what the others left (the gates, the disruptions, the audit) at quit
     "summary",
-    # whether the load generator was the limit: a rate's processes early, the client-bound line at the end
     "client_bound",
-    # after every other's judging: a run that measured no request, its line printed last but one
+    "empty_run",
+    "rate_held",
+)
+
+# The order of the features' hooks on every event, where it matters: declared here, with the reason, and honoured by
+# ``hook_order`` whatever the order of ``FEATURES`` (which orders the help and the form).
+FIRST = (
+    # the loop thread's batched results applied before anything reads the run's figures
+    "engine",
+    # the exact latencies: every run's, also for a locustfile whose users are not etcd's; reset at a run's start
+    # before any other feature's start sends a request
+    "latency",
+    # the endpoints given or the local etcd started: the run's settings, resolved before any other feature uses them
+    "target_cluster",
+    # the reads' key space, written before the measured window: its test_start before the others' own
+    "key_space",
+    # the gates judge at quitting on what the later features still hold; their hooks watch the workers
+    "gates",
+)
+LAST = (
+    # whether the load generator was the limit: its line after every verdict
+    "client_bound",
+    # a run that measured no request: its line printed last but one
     "empty_run",
     # an --etcd-user-rate the users did not hold: the run's last line
     "rate_held",
+)
+BEFORE = (  # (earlier, later, why) among the others
+    ("exporter", "monitoring", "a port taken is refused at init, before the pre-flight's burst reaches the members"),
+    ("tail", "summary", "the tail's file is written before the summary reads it"),
+    ("disruptions", "summary", "the summary gathers what the disruptions left at quit"),
+    ("audit", "summary", "the summary gathers the audit's verdict at quit"),
 )
 
 
@@ -88,6 +104,25 @@ def load(name: str) -> Feature:
 def features(etcd: bool = True, names: tuple[str, ...] = FEATURES) -> tuple[Feature, ...]:
     """The features of a locustfile with the etcd users (``etcd``), or of one whose users are not etcd's."""
     return tuple(feature for feature in map(load, names) if etcd or not feature.etcd_only)
+
+
+def hook_order(loaded: tuple[Feature, ...]) -> tuple[Feature, ...]:
+    """``loaded`` in the order their hooks run: ``FIRST`` in its order, the others in theirs but each ``BEFORE`` pair
+    kept, then ``LAST`` in its order."""
+    by_name = {feature.package.rpartition(".")[2]: feature for feature in loaded}
+    middle = [name for name in by_name if name not in FIRST and name not in LAST]
+    ordered: list[str] = []
+    while middle:  # the first in the list whose earlier ones have all been placed (a stable topological order)
+        ready = next(
+            (name for name in middle if not any(later == name and earlier in middle for earlier, later, _ in BEFORE)),
+            None,
+        )
+        if ready is None:
+            raise ValueError(f"the features' BEFORE rules go in a circle among {middle}")
+        ordered.append(ready)
+        middle.remove(ready)
+    names = [name for name in FIRST if name in by_name] + ordered + [name for name in LAST if name in by_name]
+    return tuple(by_name[name] for name in names)
 
 
 def named(feature: Feature, member: str):

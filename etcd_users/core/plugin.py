@@ -13,7 +13,7 @@ import greenlet
 
 from etcd_users.core import collector, ctrl_c, exit_code
 from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
-from etcd_users.core.features import FEATURES, add_option_groups, features, named
+from etcd_users.core.features import FEATURES, add_option_groups, features, hook_order, named
 from etcd_users.core.master_port import check_master_port, command_line_before_the_runner
 from etcd_users.core.run_context import attach, run_context
 from etcd_users.core.slots import Slots
@@ -63,10 +63,11 @@ class EtcdPlugin(Slots):
         self.make_hooks()
 
     def make_hooks(self) -> None:
-        """Each feature's hooks, once, listening after the plugin's own listeners (and each other's in order)."""
+        """Each feature's hooks, once, listening after the plugin's own listeners (and each other's in their declared
+        order: ``etcd_users.core.features.hook_order``)."""
         if self.feature_hooks:
             return
-        for feature in (feature for feature in features(self.etcd, self.names) if feature.hooks):
+        for feature in (feature for feature in hook_order(features(self.etcd, self.names)) if feature.hooks):
             hooks: FeatureHooks = named(feature, feature.hooks)(self)
             for event, hook in self.hook_events.items():
                 hook.add_listener(getattr(hooks, f"on_{event}"))

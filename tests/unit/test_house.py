@@ -176,6 +176,45 @@ def test_a_feature_is_one_package_named_in_features():
     assert all((REPO / "docs" / feature.docs).is_file() for feature in loaded), "each feature's page, beside it"
 
 
+def test_the_hooks_order_is_declared_not_carried_by_the_features_place_in_the_list():
+    import random
+
+    from etcd_users.core import features
+
+    def names(loaded) -> list[str]:
+        return [feature.package.rpartition(".")[2] for feature in loaded]
+
+    def honoured(order: list[str]) -> bool:
+        middle = [name for name in order if name not in features.FIRST and name not in features.LAST]
+        pairs = all(order.index(earlier) < order.index(later) for earlier, later, _ in features.BEFORE)
+        return order == [*features.FIRST, *middle, *features.LAST] and pairs
+
+    loaded = features.features()
+    hooked = [feature for feature in loaded if feature.hooks]
+    # today's list is already in that order
+    assert names(features.hook_order(tuple(hooked))) == names(hooked)
+    assert not honoured(list(reversed(features.FEATURES))), "the check must see a broken order"
+    shuffled = random.Random(50)
+    for _ in range(20):
+        order = names(features.hook_order(tuple(shuffled.sample(loaded, len(loaded)))))
+        assert sorted(order) == sorted(features.FEATURES) and honoured(order), order
+    known = set(features.FEATURES)
+    declared = {*features.FIRST, *features.LAST, *(name for pair in features.BEFORE for name in pair[:2])}
+    assert declared <= known, declared - known
+
+
+def test_before_rules_in_a_circle_are_refused_with_the_features_named(monkeypatch):
+    from etcd_users.core import features
+
+    monkeypatch.setattr(features, "BEFORE", (("tail", "summary", ""), ("summary", "tail", "")))
+    try:
+        features.hook_order(features.features())
+    except ValueError as error:
+        assert "go in a circle" in str(error) and "'tail'" in str(error) and "'summary'" in str(error)
+    else:
+        raise AssertionError("a circle of BEFORE rules was not refused")
+
+
 TOP = {"etcd_users", "etcd_users.users", "etcd_users.locustfile", "etcd_users.cli", "etcd_users.__main__"}
 
 
