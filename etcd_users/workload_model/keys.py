@@ -7,8 +7,8 @@ import os
 import random
 from collections.abc import Callable, Iterator
 
-from etcd_users.distributions import reader, scramble, zipfian_ranks
 from etcd_users.settings import EtcdSettings
+from etcd_users.workload_model.distributions import reader, scramble, zipfian_ranks
 
 
 def prefix_range_end(prefix: bytes) -> bytes:

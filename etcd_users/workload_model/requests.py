@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.keys import KeySpace
 from etcd_users.settings import EtcdSettings
+from etcd_users.workload_model.keys import KeySpace
 
 RANGE_NAMES = {False: "range/linearizable", True: "range/serializable"}
 
