@@ -59,7 +59,7 @@ class EtcdUser(User):
     abstract = True
     wait_time = constant(0)
     # reads keys of the key space: the master (or single process) writes it before the run
-    # (etcd_users.workload_model.key_space_fill)
+    # (etcd_users.key_space_fill)
     reads_key_space = False
     follows_user_rate = True  # sends at --etcd-user-rate through repeat (etcd_users.features.rate_held.hooks)
 

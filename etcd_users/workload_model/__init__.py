@@ -6,8 +6,8 @@
 - ``ycsb``: YCSB's core workloads A–F, their proportions and distributions, pure;
 - ``requests``: the requests both engines build (the range read and its names, txn-put's and txn-mixed's
   transactions);
-- ``preparation``: what a run writes before its measured window, pure;
-- ``key_space_fill``: the reads' key space written, with its progress.
+- ``preparation``: what a run writes before its measured window, pure (``etcd_users.key_space_fill`` writes the
+  reads' key space, over the transport).
 
 Nothing is imported here: ``etcd_users.settings`` reads the pure modules without Locust, gevent or grpc.
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KEY_SPACE = "key_space"  # etcd_users.workload_model.key_space_fill
+KEY_SPACE = "key_space"  # etcd_users.key_space_fill
 KUBERNETES = "kubernetes"  # etcd_users.features.kubernetes.run
 
 _SHOWN = {KEY_SPACE: "the key space fill", KUBERNETES: "the Kubernetes prefill"}

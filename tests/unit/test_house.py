@@ -201,10 +201,8 @@ def test_the_package_s_top_keeps_at_most_ten_modules_of_its_own(tmp_path):
 def test_a_module_that_moved_keeps_its_logger_s_name():
     # users filter and search the log by these names: a module moved to a package keeps the name its lines carry
     from etcd_users.transport import compaction
-    from etcd_users.workload_model import key_space_fill
 
     assert compaction.logger.name == "etcd_users.compaction"
-    assert key_space_fill.logger.name == "etcd_users.key_space_fill"
 
 
 TOP = {"etcd_users", "etcd_users.users", "etcd_users.locustfile", "etcd_users.cli", "etcd_users.__main__"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from etcd_users import users
-from etcd_users.workload_model.key_space_fill import reads_key_space
+from etcd_users.key_space_fill import reads_key_space
 
 
 def test_the_ready_workloads_that_read_the_key_space_have_it_written_first_and_which_follow_the_rate():

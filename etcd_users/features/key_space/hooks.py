@@ -1,6 +1,6 @@
 """When the read key space is written: a headless run's at init, before Locust starts the clock of -t; a run started
 from the web UI at its start. ``KeySpaceFill`` is the hooks ``plugin.install`` wires
-(``etcd_users.workload_model.key_space_fill`` writes the keys).
+(``etcd_users.key_space_fill`` writes the keys).
 """
 
 import locust  # noqa: F401  (gevent's monkey patching must come first)
@@ -11,7 +11,7 @@ import gevent
 
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.workload_model.key_space_fill import fill_key_space, forget_fills, reads_key_space
+from etcd_users.key_space_fill import fill_key_space, forget_fills, reads_key_space
 
 INTERRUPTED_EXIT_CODE = 130  # a shell's for a process that Ctrl-C ended
 

@@ -29,8 +29,7 @@ from etcd_users.transport.probe import with_probe
 from etcd_users.workload_model.keys import KeySpace
 from etcd_users.workload_model.preparation import KEY_SPACE, Preparation
 
-# the logger keeps the name its lines have always carried (a filter or a search for it still finds them)
-logger = logging.getLogger("etcd_users.key_space_fill")
+logger = logging.getLogger(__name__)
 
 FILL_CONCURRENCY = 64
 PROGRESS_SECONDS = 5.0
