@@ -208,9 +208,9 @@ SUMMARY_KEYS = (
     "staleness",  # later: PREFIX_staleness.csv's rows, a dict per member (null without serializable reads measured)
     "tail",  # later: the worst seconds with their causes and every event (PREFIX_tail.json; null with --etcd-tail 0)
 )
-# each of its "preparation" (etcd_users.preparation), under "key_space" (the reads' key space) or "kubernetes" (the
-# prefill): the keys the run starts with, those written (the others existed), the seconds it took, and why it stopped
-# short (null when complete)
+# each of its "preparation" (etcd_users.workload_model.preparation), under "key_space" (the reads' key space) or
+# "kubernetes" (the prefill): the keys the run starts with, those written (the others existed), the seconds it took, and
+# why it stopped short (null when complete)
 SUMMARY_PREPARATION_KEYS = ("keys", "written", "seconds", "error")
 # its "watch" (etcd_users.features.watchers.run): EtcdWatcherUser's watchers and events, and the progress intervals with
 # watch events in which the client process was busy (a whole core wanted, or its loop behind) of all those with events:

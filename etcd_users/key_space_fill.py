@@ -22,12 +22,12 @@ import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.keys import KeySpace
-from etcd_users.preparation import KEY_SPACE, Preparation
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import EndpointPool
 from etcd_users.transport.probe import with_probe
+from etcd_users.workload_model.keys import KeySpace
+from etcd_users.workload_model.preparation import KEY_SPACE, Preparation
 
 logger = logging.getLogger(__name__)
 

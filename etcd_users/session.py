@@ -15,11 +15,11 @@ from typing import TypeVar
 import gevent.lock
 
 from etcd_users import key_space_fill
-from etcd_users.keys import KeySpace
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import EndpointPool
+from etcd_users.workload_model.keys import KeySpace
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +49,8 @@ class Session:
 
     def ensure_key_space(self) -> None:
         """The key space is written before reads measure it, never reported as requests: by the master or the single
-        process before the run (``etcd_users.key_space_fill``), else here, once per process (a worker finds it
-        written; a class without ``reads_key_space`` writes it on its first call). Stops the user when the fill
+        process before the run (``etcd_users.key_space_fill``), else here, once per process (a worker
+        finds it written; a class without ``reads_key_space`` writes it on its first call). Stops the user when the fill
         failed: its reads would miss."""
         if self._populated:
             return

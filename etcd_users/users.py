@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 import gevent
 
-from etcd_users.arrivals import first_arrival, intervals
 from etcd_users.core import plugin
 from etcd_users.core.run_context import run_context
 from etcd_users.features.audit.notes import ClientNotes
@@ -33,6 +32,7 @@ from etcd_users.features.watchers.client import WatcherClient
 from etcd_users.features.watchers.state import ProcessWatchers
 from etcd_users.features.workload.client import EtcdClient
 from etcd_users.features.workload.ycsb_client import YcsbClient
+from etcd_users.workload_model.arrivals import first_arrival, intervals
 
 logger = logging.getLogger(__name__)
 

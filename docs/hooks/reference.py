@@ -1,6 +1,6 @@
 """MkDocs hook: the option reference page gets its tables from the code at build time.
 
-``docs/reference/options.md`` holds ``PLACEHOLDER``; ``render`` replaces it with ``etcd_users.reference.markdown``,
+``docs/reference/options.md`` holds ``PLACEHOLDER``; ``render`` replaces it with ``etcd_users.__main__.markdown``,
 every option group with its options, environment variables, defaults and meanings, each option with an anchor of
 its own (``reference/options.md#etcd-endpoints``) to link to from any page. The generator runs in a child
 process: importing the tool imports Locust, whose gevent monkey patching has no place in the MkDocs process.
@@ -15,7 +15,7 @@ PLACEHOLDER = "<!-- option tables: generated from the code at build time -->"
 HEADING_LEVEL = 2
 REPO = Path(__file__).resolve().parents[2]
 
-GENERATE = f"from etcd_users.reference import markdown; print(markdown({HEADING_LEVEL}, anchors=True), end='')"
+GENERATE = f"from etcd_users.__main__ import markdown; print(markdown({HEADING_LEVEL}, anchors=True), end='')"
 
 
 class ReferenceGenerationError(RuntimeError):
@@ -27,7 +27,7 @@ def generated_reference() -> str:
         [sys.executable, "-c", GENERATE], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
     )
     if done.returncode != 0 or not done.stdout.strip():
-        failed = f"etcd_users.reference.markdown failed (exit code {done.returncode})"
+        failed = f"etcd_users.__main__.markdown failed (exit code {done.returncode})"
         raise ReferenceGenerationError(f"{failed}:\n{done.stderr}")
     return done.stdout
 

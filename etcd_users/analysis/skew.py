@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from etcd_users.analysis.fairness import read_summary
 from etcd_users.analysis.load import AnalysisError, Run, optional_json
-from etcd_users.distributions import KeyDistribution, parse_key_distribution
-from etcd_users.ycsb import parse_workload
+from etcd_users.workload_model.distributions import KeyDistribution, parse_key_distribution
+from etcd_users.workload_model.ycsb import parse_workload
 
 _UNSKEWED = ("uniform", "sequential")
 

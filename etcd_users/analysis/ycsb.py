@@ -18,7 +18,7 @@ from etcd_users.analysis.measure import Warmup, measure_run
 from etcd_users.analysis.report import markdown_table
 from etcd_users.analysis.suite import read_suite
 from etcd_users.files import AGGREGATED, RUN_DONE
-from etcd_users.ycsb import REQUEST_PREFIX, WORKLOADS
+from etcd_users.workload_model.ycsb import REQUEST_PREFIX, WORKLOADS
 
 AXIS = "ycsb"
 OVERALL = "OVERALL"

@@ -46,7 +46,7 @@ class FeatureHooks:
 
     # what the feature wrote before the current (or last) run's measured window, if anything: the summary's
     # ``preparation`` and the reason an empty run gives
-    preparation: Any = None  # an etcd_users.preparation.Preparation
+    preparation: Any = None  # an etcd_users.workload_model.preparation.Preparation
 
     def __init__(self, tool: Tool) -> None:
         self.tool = tool

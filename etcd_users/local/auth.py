@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from etcd_users.keys import prefix_range_end
 from etcd_users.local.errors import ClusterError
 from etcd_users.local.tls import ClusterTLS
 from etcd_users.settings import parse_prefix
+from etcd_users.workload_model.keys import prefix_range_end
 
 
 def check_user(user: str | None, password: str | None, prefix: str | bytes | None) -> None:

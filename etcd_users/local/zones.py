@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations
 
-from etcd_users.round_trip import PeerRtt
+from etcd_users.settings.round_trip import PeerRtt
 
 
 def zone_pairs(zones: Sequence[str], peer_rtt: PeerRtt, zone_rtt: PeerRtt) -> dict[tuple[int, int], PeerRtt]:

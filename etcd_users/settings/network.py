@@ -9,7 +9,7 @@ import re
 
 from etcd_users.core.arguments import shown
 from etcd_users.core.declare import SettingsError
-from etcd_users.round_trip import JITTER_TOO_LARGE, PEER_RTT_MAX_MS, TOO_LONG, PeerRtt, parse_round_trip
+from etcd_users.settings.round_trip import JITTER_TOO_LARGE, PEER_RTT_MAX_MS, TOO_LONG, PeerRtt, parse_round_trip
 
 PEER_RTT_FLAG = "--etcd-local-peer-rtt"
 ZONES_FLAG = "--etcd-local-zones"

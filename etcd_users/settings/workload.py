@@ -7,7 +7,6 @@ Names mirror etcd's own ``benchmark`` tool (``--key-size --val-size --key-space-
 import math
 from dataclasses import dataclass
 
-from etcd_users.arrivals import ARRIVALS
 from etcd_users.core.arguments import shown
 from etcd_users.core.declare import (
     OptionGroup,
@@ -18,8 +17,9 @@ from etcd_users.core.declare import (
     switch,
     zero_or_more,
 )
-from etcd_users.distributions import KeyDistribution, parse_key_distribution
-from etcd_users.ycsb import INSERT_HEADROOM, YcsbWorkload, parse_workload
+from etcd_users.workload_model.arrivals import ARRIVALS
+from etcd_users.workload_model.distributions import KeyDistribution, parse_key_distribution
+from etcd_users.workload_model.ycsb import INSERT_HEADROOM, YcsbWorkload, parse_workload
 
 DEFAULT_PREFIX = "/locust-etcd/"
 CONSISTENCIES = ("l", "s")

@@ -6,7 +6,9 @@
 - ``pool``: the connections of a process and which member each request goes to (leader or rotation);
 - ``streams``: the lease keep-alive and watch streams held open on the loop;
 - ``watch_counts``: what the watch streams delivered, counted per guarantee of etcd's watch (pure);
-- ``errors``: etcd's error labels, and which of them mean a lost leader or member.
+- ``errors``: etcd's error labels, and which of them mean a lost leader or member;
+- ``compaction``: ``--etcd-compact-interval``'s compactions of etcd's history on the master, which kube-apiserver's
+  traffic reuses (its log lines keep the logger ``etcd_users.compaction``).
 
 Nothing here is imported by the package itself: ``native`` must run before anything imports grpc.
 """

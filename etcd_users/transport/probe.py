@@ -1,7 +1,7 @@
 """The master's own connections during a run: one per endpoint, apart from the users' pool.
 
 The master (or the single process) calls etcd for itself while a run goes on: it compacts the history
-(``etcd_users.compaction``) and asks for alarms (``etcd_users.features.monitoring.space``).
+(``etcd_users.transport.compaction``) and asks for alarms (``etcd_users.features.monitoring.space``).
 ``with_probe`` opens and closes a pool around one piece of work; a ``Probe`` keeps its pool open until
 ``close``, for work repeated every few seconds. Its calls run on the process's bridge, from greenlets of the gevent
 thread.

@@ -23,12 +23,12 @@ from etcd_users.core.features import OPTIONS
 from etcd_users.features.audit.ledger import Ledger
 from etcd_users.features.audit.readback import read_back
 from etcd_users.features.audit.verdict import AUDIT_EXIT_CODE
-from etcd_users.keys import KeySpace
 from etcd_users.local import LocalCluster, choose_etcd_binary, find_etcd_binary
 from etcd_users.settings import settings_from_options
 from etcd_users.transport.bridge import Bridge
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool
+from etcd_users.workload_model.keys import KeySpace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -23,7 +23,7 @@ from support import HEADLESS, REPO, read_csv_rows, run_analysis, run_locust, sta
 from etcd_users.exposition import fetch_metrics, metric_sum
 from etcd_users.features.disruptions.cluster_api import initial_cluster
 from etcd_users.local import LocalCluster
-from etcd_users.round_trip import PeerRtt
+from etcd_users.settings.round_trip import PeerRtt
 from etcd_users.transport import learners
 
 pytestmark = pytest.mark.e2e

@@ -21,8 +21,8 @@ from etcd3.etcdrpc import auth_pb2, rpc_pb2
 from support import HEADLESS, REPO, headless_args, member_counter, run_locust, start_locust
 
 from etcd_users.exposition import fetch_metrics, metric_sum
-from etcd_users.keys import prefix_range_end
 from etcd_users.local import ClusterError, LocalCluster
+from etcd_users.workload_model.keys import prefix_range_end
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

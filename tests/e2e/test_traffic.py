@@ -10,7 +10,7 @@ import pytest
 from checks import assert_no_traceback, stats_rows
 from support import headless_args, run_locust
 
-from etcd_users.distributions import fnv1a_64, parse_key_distribution
+from etcd_users.workload_model.distributions import fnv1a_64, parse_key_distribution
 
 pytestmark = pytest.mark.e2e
 

@@ -35,9 +35,9 @@ from etcd_users.analysis.load import AnalysisError, load_run
 from etcd_users.analysis.measure import measure_run
 from etcd_users.analysis.skew import run_distribution
 from etcd_users.analysis.tables import comparison_table, errors_table
-from etcd_users.distributions import parse_key_distribution
 from etcd_users.files import SUMMARY_SCHEMA_VERSION
 from etcd_users.hdr import histogram_of
+from etcd_users.workload_model.distributions import parse_key_distribution
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "analysis"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from etcd_users.__main__ import markdown
 from etcd_users.features.disruptions.action_table import ACTIONS, help_text, markdown_table
 from etcd_users.features.disruptions.options import DisruptionSettings
-from etcd_users.reference import markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "disruptions.md"
 

@@ -16,8 +16,8 @@ from etcd_users.features.disruptions.schedule import (
     parse_schedule,
     parse_seconds,
 )
-from etcd_users.round_trip import PeerRtt
 from etcd_users.settings import SettingsError
+from etcd_users.settings.round_trip import PeerRtt
 
 URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
 

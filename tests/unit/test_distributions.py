@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from etcd_users.arrivals import first_arrival, intervals
-from etcd_users.distributions import (
+from etcd_users.settings import EtcdSettings
+from etcd_users.workload_model.arrivals import first_arrival, intervals
+from etcd_users.workload_model.distributions import (
     KeyDistribution,
     counted_hottest_share,
     fnv1a_64,
@@ -19,8 +20,7 @@ from etcd_users.distributions import (
     zeta,
     zipfian_ranks,
 )
-from etcd_users.keys import KeySpace
-from etcd_users.settings import EtcdSettings
+from etcd_users.workload_model.keys import KeySpace
 
 DRAWS = 200_000
 SIZE = 10_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from etcd_users.features.empty_run.hooks import why_empty
 from etcd_users.features.summary.summary import preparation_of
-from etcd_users.preparation import KEY_SPACE, KUBERNETES, Preparation
+from etcd_users.workload_model.preparation import KEY_SPACE, KUBERNETES, Preparation
 
 PREFIX = "locust-etcd: no request was measured: "
 

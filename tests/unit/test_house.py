@@ -215,6 +215,35 @@ def test_before_rules_in_a_circle_are_refused_with_the_features_named(monkeypatc
         raise AssertionError("a circle of BEFORE rules was not refused")
 
 
+# the package's top: the entry points and the file contract sit there by their nature; its own modules stay few
+TOP_MODULES_MAX = 10
+TOP_MODULES_ASIDE = ("__init__", "__main__", "cli", "locustfile", "files")
+
+
+def top_modules_over_the_limit(package: Path) -> list[str]:
+    """The modules at ``package``'s top but the entry points and the file contract, when more than TOP_MODULES_MAX."""
+    own = sorted(path.stem for path in package.glob("*.py") if path.stem not in TOP_MODULES_ASIDE)
+    return own if len(own) > TOP_MODULES_MAX else []
+
+
+def test_the_package_s_top_keeps_at_most_ten_modules_of_its_own(tmp_path):
+    # the workload model is one package, compaction and the round trip live in shared layers, the option reference in
+    # __main__: what the top keeps is the users, the session and a few shared leaves
+    for name in [*TOP_MODULES_ASIDE, *(f"part_{number}" for number in range(TOP_MODULES_MAX))]:
+        (tmp_path / f"{name}.py").write_text("")
+    assert top_modules_over_the_limit(tmp_path) == [], "the entry points and the file contract are not counted"
+    (tmp_path / "one_more.py").write_text("")
+    assert len(top_modules_over_the_limit(tmp_path)) == TOP_MODULES_MAX + 1, "the check must see one too many"
+    assert top_modules_over_the_limit(REPO / "etcd_users") == []
+
+
+def test_a_module_that_moved_keeps_its_logger_s_name():
+    # users filter and search the log by these names: a module moved to a package keeps the name its lines carry
+    from etcd_users.transport import compaction
+
+    assert compaction.logger.name == "etcd_users.compaction"
+
+
 TOP = {"etcd_users", "etcd_users.users", "etcd_users.locustfile", "etcd_users.cli", "etcd_users.__main__"}
 
 

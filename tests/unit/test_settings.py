@@ -15,7 +15,6 @@ from etcd_users.core.arguments import shown
 from etcd_users.core.features import OPTIONS
 from etcd_users.features.gates.options import Gate, SlaError, parse_gate, parse_gates
 from etcd_users.features.monitoring.server_metrics import member_urls
-from etcd_users.keys import next_page_key
 from etcd_users.local import AUTO_COMPACTION_RETENTION, cluster_from_settings
 from etcd_users.settings import (
     DEFAULT_PREFIX,
@@ -29,6 +28,7 @@ from etcd_users.settings import (
 from etcd_users.settings.connection import PEM_MAX_BYTES, REQUEST_OVERHEAD_BYTES
 from etcd_users.settings.etcd import TXN_OP_OVERHEAD_BYTES, EtcdSettings
 from etcd_users.settings.workload import MIX_OPERATIONS, parse_mix
+from etcd_users.workload_model.keys import next_page_key
 
 HTTPS = "https://10.0.0.1:2379"
 LONG = "x" * 20000  # a pasted file, a runaway variable: never echoed whole

@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from etcd_users.compaction import CompactionSchedule
 from etcd_users.core.features import OPTIONS
 from etcd_users.core.role import Role
 from etcd_users.core.run_context import RunContext
@@ -31,6 +30,7 @@ from etcd_users.features.monitoring.space import (
 from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.local import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
 from etcd_users.settings import settings_from_options
+from etcd_users.transport.compaction import CompactionSchedule
 
 MIB = 1024**2
 GIB = 1024**3

@@ -9,9 +9,16 @@ from collections import Counter
 
 import pytest
 
-from etcd_users.keys import KeySpace
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
-from etcd_users.ycsb import MAX_SCAN_LENGTH, WORKLOADS, chooser, parse_workload, request_name, scan_lengths
+from etcd_users.workload_model.keys import KeySpace
+from etcd_users.workload_model.ycsb import (
+    MAX_SCAN_LENGTH,
+    WORKLOADS,
+    chooser,
+    parse_workload,
+    request_name,
+    scan_lengths,
+)
 
 DRAWS = 100_000
 # YCSB's workload files: readproportion, updateproportion, insertproportion, scanproportion,

@@ -8,9 +8,9 @@ import pytest
 from etcd_users.core.features import OPTIONS
 from etcd_users.local import LocalCluster
 from etcd_users.local.zones import pairs_of, zone_for_added, zone_pairs
-from etcd_users.round_trip import PeerRtt
 from etcd_users.settings import SettingsError, settings_from_options
 from etcd_users.settings.network import example_zones
+from etcd_users.settings.round_trip import PeerRtt
 
 
 def _settings(members: int = 3, **given):

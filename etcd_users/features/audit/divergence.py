@@ -13,9 +13,9 @@ import asyncio
 
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.keys import prefix_range_end
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool
+from etcd_users.workload_model.keys import prefix_range_end
 
 DIFFERING_KEYS_KEPT = 100  # the keys kept whole in the evidence; the rest are counted
 PAGE_KEYS = 10_000

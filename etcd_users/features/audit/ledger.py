@@ -1,8 +1,9 @@
 """The writes etcd acknowledged to one process, kept compactly, and the arithmetic of reading them back at the end.
 
-For each key of the key space (``PREFIX`` + a zero-padded counter, ``etcd_users.keys``) the latest acknowledged write
-by this process: its revision shifted left by one, the lowest bit set for a delete. A later write is then a larger
-number, so keeping the latest is one comparison, and a key costs 8 bytes in an ``array('q')`` indexed by its counter.
+For each key of the key space (``PREFIX`` + a zero-padded counter, ``etcd_users.workload_model.keys``) the latest
+acknowledged write by this process: its revision shifted left by one, the lowest bit set for a delete. A later write is
+then a larger number, so keeping the latest is one comparison, and a key costs 8 bytes in an ``array('q')`` indexed by
+its counter.
 Pure: nothing of Locust or gRPC.
 """
 

@@ -28,7 +28,7 @@ import gevent
 from etcd_users.features.disruptions.actions import Done, agreed_leader, member_statuses, resolve, resolve_pair
 from etcd_users.features.disruptions.schedule import Disruption
 from etcd_users.local import LocalCluster
-from etcd_users.round_trip import PeerRtt
+from etcd_users.settings.round_trip import PeerRtt
 from etcd_users.transport.errors import EndpointError
 from etcd_users.transport.pool import MemberStatus
 

@@ -34,8 +34,8 @@ from etcd_users.features.disruptions.action_table import (
     said,
     with_duration,
 )
-from etcd_users.round_trip import PeerRtt, parse_round_trip
 from etcd_users.settings.network import ZONE_NAME
+from etcd_users.settings.round_trip import PeerRtt, parse_round_trip
 
 FLAG = "--etcd-disrupt"
 COMMAND_FLAG = "--etcd-disrupt-command"

@@ -24,7 +24,6 @@ from etcd3.etcdrpc import rpc_pb2
 from etcd_users.features.audit.notes import ClientNotes
 from etcd_users.features.engine.results import BATCH_MAX, LoopResults
 from etcd_users.features.watchers.state import ProcessWatchers
-from etcd_users.keys import next_page_key
 from etcd_users.session import Session
 from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,
@@ -36,6 +35,7 @@ from etcd_users.transport.errors import (
 from etcd_users.transport.native import native_lock
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.wire import KeyRequests, parse_delete, parse_range, parse_txn, put_revision
+from etcd_users.workload_model.keys import next_page_key
 
 OUTAGE_PAUSE = 0.05  # as EtcdClient's: a dead channel fails at once, and a user must not spin on it
 

@@ -15,10 +15,10 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 
-from etcd_users import ycsb
-from etcd_users.arrivals import first_arrival, intervals
 from etcd_users.features.engine.client import LoopClient
-from etcd_users.requests import RangeRead, mixed_txn, puts, range_read
+from etcd_users.workload_model import ycsb
+from etcd_users.workload_model.arrivals import first_arrival, intervals
+from etcd_users.workload_model.requests import RangeRead, mixed_txn, puts, range_read
 
 Operation = Callable[[], Awaitable[object]]
 

@@ -1,5 +1,5 @@
-"""When the reads' key space is written before the measured window (``hooks``); ``etcd_users.key_space_fill``
-writes it."""
+"""When the reads' key space is written before the measured window (``hooks``);
+``etcd_users.key_space_fill`` writes it."""
 
 from etcd_users.core.features import Feature
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 from etcd_users.features.kubernetes.options import KubeSettings
-from etcd_users.keys import prefix_range_end
+from etcd_users.workload_model.keys import prefix_range_end
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 # a node's Lease object as kube-apiserver stores it (protobuf): about 300 bytes

@@ -5,9 +5,9 @@
 import logging
 from dataclasses import dataclass
 
-from etcd_users import compaction
 from etcd_users.features.monitoring import breach, server_metrics, space
 from etcd_users.settings import EtcdSettings
+from etcd_users.transport import compaction
 
 logger = logging.getLogger("etcd_users.monitoring.during_run")  # the name users' log filters know
 

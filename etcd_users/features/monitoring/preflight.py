@@ -33,11 +33,11 @@ from etcd_users.features.monitoring.server_metrics import (
     one_line,
     ssl_context,
 )
-from etcd_users.keys import prefix_range_end
 from etcd_users.known_bugs import RESTARTING_ACTIONS, warn_known_bugs
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool, MemberStatus
+from etcd_users.workload_model.keys import prefix_range_end
 
 logger = logging.getLogger("etcd_users.monitoring.preflight")  # the name users' log filters know
 

@@ -135,7 +135,7 @@ class TailHooks(FeatureHooks):
             self.signals.stop()
 
     def _compactions(self) -> list[Event]:
-        """The tool's own compactions (``etcd_users.compaction``): cluster-wide, each when it was answered."""
+        """The tool's own compactions (``etcd_users.transport.compaction``): cluster-wide, each when it was answered."""
         done = list(self.compactor.compacted_at) if self.compactor is not None else []
         evidence = "the tool's compactor (--etcd-compact-interval) compacted the history at revision {}"
         return [Event(at, "compaction", "cluster", evidence.format(revision), size=1.0) for at, revision in done]

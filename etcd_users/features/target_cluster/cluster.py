@@ -17,7 +17,6 @@ from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.core.arguments import SHOWN_PATH_CHARACTERS, shown
 from etcd_users.features.disruptions.action_table import ACTIONS, UPGRADE_FLAG
-from etcd_users.keys import prefix_range_end
 from etcd_users.local import (
     ELECTION_TIMEOUT_MS,
     HEARTBEAT_INTERVAL_MS,
@@ -34,6 +33,7 @@ from etcd_users.transport.access import PERMISSION_DENIED, access_problem, grant
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.pool import EndpointPool
 from etcd_users.transport.probe import with_probe
+from etcd_users.workload_model.keys import prefix_range_end
 
 logger = logging.getLogger("etcd_users.target_cluster")  # the name users' log filters know
 

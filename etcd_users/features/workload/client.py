@@ -18,9 +18,7 @@ from etcd_users.core.run_context import run_context
 from etcd_users.features.audit.notes import ClientNotes
 from etcd_users.features.audit.record import AuditState
 from etcd_users.features.watchers.state import ProcessWatchers
-from etcd_users.keys import KeySpace, next_page_key
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
-from etcd_users.requests import RANGE_NAMES, mixed_txn, puts, range_read
 from etcd_users.session import ProcessSession, Session
 from etcd_users.transport.bridge import CallOutcome
 from etcd_users.transport.errors import (
@@ -33,6 +31,8 @@ from etcd_users.transport.errors import (
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.streams import KeepAliveStream, WatchFanOut
 from etcd_users.transport.watch_counts import WatchCounts
+from etcd_users.workload_model.keys import KeySpace, next_page_key
+from etcd_users.workload_model.requests import RANGE_NAMES, mixed_txn, puts, range_read
 
 REQUEST_TYPE = "etcd"
 _OUTAGE_PAUSE = 0.05

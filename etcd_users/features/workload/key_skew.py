@@ -16,12 +16,12 @@ from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.distributions import HOTTEST_SHARE, counted_hottest_share, writes_per_key
 from etcd_users.files import SUFFIXES
-from etcd_users.keys import prefix_range_end
 from etcd_users.transport.errors import error_detail
 from etcd_users.transport.pool import EndpointPool
 from etcd_users.transport.probe import with_probe
+from etcd_users.workload_model.distributions import HOTTEST_SHARE, counted_hottest_share, writes_per_key
+from etcd_users.workload_model.keys import prefix_range_end
 
 logger = logging.getLogger("etcd_users.reporting.key_skew")  # the name users' log filters know
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary

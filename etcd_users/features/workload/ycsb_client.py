@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users import ycsb
 from etcd_users.features.workload.client import EtcdClient
+from etcd_users.workload_model import ycsb
 
 
 class YcsbClient(EtcdClient):

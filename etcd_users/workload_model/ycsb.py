@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from etcd_users.core.arguments import shown
-from etcd_users.distributions import KeyDistribution
+from etcd_users.workload_model.distributions import KeyDistribution
 
 READ, UPDATE, INSERT, SCAN, RMW = "read", "update", "insert", "scan", "rmw"
 OPERATIONS = (READ, UPDATE, INSERT, SCAN, RMW)

@@ -7,8 +7,7 @@ import os
 import random
 from collections.abc import Callable, Iterator
 
-from etcd_users.distributions import reader, scramble, zipfian_ranks
-from etcd_users.settings import EtcdSettings
+from etcd_users.workload_model.distributions import reader, scramble, zipfian_ranks
 
 
 def prefix_range_end(prefix: bytes) -> bytes:
@@ -39,7 +38,7 @@ class KeySpace:
     reads draw back from the newest key written. Both are closures set per key space: one call per request.
     """
 
-    def __init__(self, settings: EtcdSettings) -> None:
+    def __init__(self, settings) -> None:  # the run's EtcdSettings (not imported: the settings import this package)
         self.prefix = prefix = settings.prefix
         self.size = size = settings.key_space_size
         self.width = width = settings.key_width

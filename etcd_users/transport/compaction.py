@@ -29,7 +29,8 @@ from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import EndpointPool
 from etcd_users.transport.probe import Probe
 
-logger = logging.getLogger(__name__)
+# the logger keeps the name its lines have always carried (a filter or a search for it still finds them)
+logger = logging.getLogger("etcd_users.compaction")
 
 # revisions noted per interval: the revision compacted is at most a quarter interval older than asked
 SAMPLES_PER_INTERVAL = 4

@@ -1,7 +1,7 @@
 """A round trip between members as the options write it: ``10ms``, ``10ms±2ms`` or ``10ms+-2ms`` (units us, ms, s).
 
-Pure, and a leaf: read by the settings (``--etcd-local-peer-rtt``, ``settings.network``) and by the disruption grammar
-(``delay``'s ``=RTT``, ``settings.disruption_schedule``).
+Pure, and a leaf: read by the network settings (``--etcd-local-peer-rtt``, ``settings.network``), the local etcd's
+zones (``local.zones``) and the disruption grammar (``delay``'s ``=RTT``, ``features.disruptions.schedule``).
 """
 
 import re

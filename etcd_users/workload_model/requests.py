@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.keys import KeySpace
-from etcd_users.settings import EtcdSettings
+from etcd_users.workload_model.keys import KeySpace
 
 RANGE_NAMES = {False: "range/linearizable", True: "range/serializable"}
 
@@ -52,7 +51,7 @@ class RangeRead:
         )
 
 
-def range_read(settings: EtcdSettings, serializable: bool | None) -> RangeRead:
+def range_read(settings, serializable: bool | None) -> RangeRead:
     """The range workloads' read under ``settings`` (``serializable`` None: ``--etcd-consistency``)."""
     if serializable is None:
         serializable = settings.consistency == "s"
@@ -98,7 +97,7 @@ def reads(keys: KeySpace, count: int) -> rpc_pb2.TxnRequest:
     )
 
 
-def mixed_txn(keys: KeySpace, settings: EtcdSettings, draw: float, name: str) -> tuple[rpc_pb2.TxnRequest, str]:
+def mixed_txn(keys: KeySpace, settings, draw: float, name: str) -> tuple[rpc_pb2.TxnRequest, str]:
     """``txn-mixed``'s next transaction and its name: reads at ``--etcd-rw-ratio`` per write, by ``draw`` in [0, 1)."""
     if draw * (1.0 + settings.rw_ratio) < settings.rw_ratio:
         return reads(keys, settings.txn_ops), f"{name}-read"
