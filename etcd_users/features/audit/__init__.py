@@ -5,6 +5,4 @@ judged on the master or single process (``verdict``) and wired into the run (``r
 from etcd_users.core.features import Feature
 from etcd_users.features.audit.options import AuditSettings
 
-FEATURE = Feature(
-    "audit", AuditSettings, hooks="run:AuditRun", docs="audit.md", public=("notes", "record", "staleness")
-)
+FEATURE = Feature("audit", AuditSettings, hooks="run:AuditRun", docs="audit.md")

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from etcd_users.core.exit_code import NOTHING_MEASURED, ExitVerdict
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.preparation import KEY_SPACE, Preparation
+from etcd_users.run_state.watchers import WatchTallies
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 

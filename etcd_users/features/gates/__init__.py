@@ -16,5 +16,4 @@ FEATURE = Feature(
     GateSettings,
     hooks="hooks:GatesRun",
     docs="pipelines.md",
-    public=("disruption_gates", "junit", "level_verdicts", "options", "sla", "state"),
 )

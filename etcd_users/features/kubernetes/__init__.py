@@ -10,5 +10,6 @@ FEATURE = Feature(
     KubeSettings,
     hooks="run:KubernetesRun",
     docs="workloads.md",
-    public=("client", "layout"),
+    users=("users:EtcdKubernetesUser", "users:EtcdKubernetesNodeUser"),
+    public=("users",),
 )

@@ -19,14 +19,4 @@ FEATURE = Feature(
     MonitoringSettings,
     hooks="hooks:MembersWatch",
     docs="faults.md",
-    public=(
-        "breach",
-        "lost_workers",
-        "member_figures",
-        "member_list",
-        "member_lookups",
-        "preflight",
-        "server_metrics",
-        "state",
-    ),
 )

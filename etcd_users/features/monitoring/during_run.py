@@ -6,7 +6,8 @@ import logging
 from dataclasses import dataclass
 
 from etcd_users import compaction
-from etcd_users.features.monitoring import breach, server_metrics, space
+from etcd_users.features.monitoring import breach, space
+from etcd_users.members import server_metrics
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger("etcd_users.monitoring.during_run")  # the name users' log filters know

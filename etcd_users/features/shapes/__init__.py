@@ -23,5 +23,5 @@ FEATURE = Feature(
     hooks="hooks:ShapeHooks",
     docs="shapes.md",
     etcd_only=False,
-    public=("judged", "step_spike", "ladder", "sine", "capacity"),
+    public=("step_spike", "ladder", "sine", "capacity"),
 )

@@ -3,4 +3,4 @@ refuses at init (``checks``), and the hooks that resolve the run's settings and 
 
 from etcd_users.core.features import Feature
 
-FEATURE = Feature("target cluster", hooks="hooks:TargetClusterHooks", docs="getting-started.md", public=("cluster",))
+FEATURE = Feature("target cluster", hooks="hooks:TargetClusterHooks", docs="getting-started.md")

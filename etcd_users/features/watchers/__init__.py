@@ -4,5 +4,10 @@ from etcd_users.core.features import Feature
 from etcd_users.features.watchers.options import WatchSettings
 
 FEATURE = Feature(
-    "watchers", WatchSettings, hooks="run:WatchersRun", docs="workloads.md", public=("client", "state", "tally")
+    "watchers",
+    WatchSettings,
+    hooks="run:WatchersRun",
+    docs="workloads.md",
+    users=("users:EtcdWatchUser", "users:EtcdWatcherUser"),
+    public=("users",),
 )

@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from etcd_users.features.monitoring import server_metrics
-from etcd_users.features.monitoring.member_list import MemberListWatch
-from etcd_users.features.monitoring.member_lookups import ANSWER_DUE_S, Lookup, MemberLookups
+from etcd_users.members import server_metrics
+from etcd_users.members.member_list import MemberListWatch
+from etcd_users.members.member_lookups import ANSWER_DUE_S, Lookup, MemberLookups
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport import membership
 from etcd_users.transport.membership import Listed

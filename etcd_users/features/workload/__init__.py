@@ -9,5 +9,6 @@ FEATURE = Feature(
     WorkloadSettings,
     hooks="key_skew:KeySkew",
     docs="workloads.md",
-    public=("client", "ycsb_client"),
+    users=("users:EtcdLeaseUser",),
+    public=("users", "ycsb_client"),
 )
