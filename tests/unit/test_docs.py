@@ -203,7 +203,7 @@ def test_every_public_method_of_the_client_and_the_bases_is_in_the_api_reference
     directives = api_directives(API_PAGE.read_text())
     for path in (
         "etcd_users.user_base.client.EtcdClient",
-        "etcd_users.users.EtcdUser",
+        "etcd_users.user_base.user.EtcdUser",
         "etcd_users.features.shapes.base.PlannedShape",
     ):
         assert path in directives, f"{API_PAGE.name} has no '::: {path}'"
