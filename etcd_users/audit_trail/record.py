@@ -22,7 +22,7 @@ class RunRecord:
     watches: WatchCounts = field(default_factory=WatchCounts)
     reads: ReadChecks = field(default_factory=ReadChecks)
     # the clients of a process note into the ledger and the reads from two threads when a run mixes users on greenlets
-    # and on the loop thread (``audit.notes``): one note at a time
+    # and on the loop thread (``notes``): one note at a time
     lock: Any = field(default_factory=native_lock)
 
 

@@ -120,7 +120,7 @@ def evaluate(gate: Gate, data: Measurements) -> Result:
 
 
 def evaluate_all(gates: tuple[Gate, ...], data: Measurements) -> list[Result]:
-    """The gates on requests; ``disrupt:`` gates are judged per window (``gates.disruption_gates``)."""
+    """The gates on requests; ``disrupt:`` gates are judged per window (``disruption_gates``)."""
     return [evaluate(gate, data) for gate in request_gates(gates)]
 
 

@@ -38,7 +38,7 @@ class EtcdUser(User):
     # reads keys of the key space: the master (or single process) writes it before the run
     # (etcd_users.key_space_fill)
     reads_key_space = False
-    follows_user_rate = True  # sends at --etcd-user-rate through repeat (etcd_users.features.rate_held.hooks)
+    follows_user_rate = True  # sends at --etcd-user-rate through repeat (etcd_users.latency.user_rate)
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
