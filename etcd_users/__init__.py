@@ -27,8 +27,8 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 native.import_grpc()
 
 _EXPORTS = {
-    "EtcdClient": "etcd_users.features.workload.client",
-    "KeyOutsidePrefixError": "etcd_users.features.workload.client",
+    "EtcdClient": "etcd_users.user_base.client",
+    "KeyOutsidePrefixError": "etcd_users.user_base.client",
     "EtcdDeleteUser": "etcd_users.users",
     "EtcdKubernetesNodeUser": "etcd_users.users",
     "EtcdKubernetesUser": "etcd_users.users",

@@ -1,6 +1,6 @@
 """Every file a run leaves, defined once: names, columns, the ``Aggregated`` row, series, hlog tags, ``suite.json``.
 
-The writers (``etcd_users.latency``, ``etcd_users.features.monitoring.server_metrics``, ``shapes``,
+The writers (``etcd_users.latency``, ``etcd_users.members.server_metrics``, ``shapes``,
 ``etcd_users.suite``) and the readers (``analysis``) import these names, so a column renamed here is renamed on both
 sides. Pure: no Locust.
 """
@@ -103,7 +103,7 @@ def tag_text(text: str) -> str:
     return _UNSAFE_TAG_CHARACTERS.sub("_", text)
 
 
-# -- the members' /metrics, polled during the run (etcd_users.features.monitoring.server_metrics) --
+# -- the members' /metrics, polled during the run (etcd_users.members.server_metrics) --
 
 ETCD_METRICS_COLUMNS = (
     *("Timestamp", "Member"),
@@ -224,7 +224,7 @@ SUMMARY_WATCH_KEYS = (
     "busy_intervals",
     "event_intervals",
 )
-# each of its "lost_workers": a worker that went silent mid-run (etcd_users.features.monitoring.lost_workers), when (its
+# each of its "lost_workers": a worker that went silent mid-run (etcd_users.members.lost_workers), when (its
 # last heartbeat, unix seconds and seconds into the run), its users and the run's then, and when it came back (or null)
 SUMMARY_LOST_WORKER_KEYS = ("worker", "at", "at_s", "users", "run_users", "returned_at")
 # each of its "requests": the figures of a row of PREFIX_latency.csv

@@ -101,7 +101,7 @@ def known_bug_lines(versions: list[str], checks: frozenset[str] = frozenset(CONS
     return lines
 
 
-# the disruptions that start a member again on its data (etcd_users.features.disruptions.action_table): the data bugs'
+# the disruptions that start a member again on its data (etcd_users.target.action_table): the data bugs'
 # cause
 RESTARTING_ACTIONS = frozenset({"kill", "restart", "upgrade", "rollback", "replace"})
 

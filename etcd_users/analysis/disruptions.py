@@ -1,6 +1,6 @@
 """The cost of each disruption of a run (``PREFIX_disruptions.json``), from the exact files: the per-second
 histograms of ``PREFIX_latency.hlog`` and the per-second counts of ``PREFIX_latency_history.csv`` (service series),
-measured by ``etcd_users.features.disruptions.cost`` as the run measured them live, but over every second the run wrote
+measured by ``etcd_users.judging.disruption_cost`` as the run measured them live, but over every second the run wrote
 (the live line may miss a master's last worker reports): the P99 before and the recovery. The span's own figures (the
 gap to 10 ms, P99 and P99.9 of its 100 ms slots, requests and errors by label timed by their request) are the run's,
 from the window's cost in the file: no file keeps data that fine. A run whose windows have none (``gap_ms``) is measured
@@ -16,11 +16,11 @@ import pandas as pd
 
 from etcd_users.analysis.hlog import intervals
 from etcd_users.analysis.load import AnalysisError, Run, optional_json
-from etcd_users.features.disruptions.cost import RECOVERED_RATIO, Second, cost
-from etcd_users.features.disruptions.span import TAIL_S
-from etcd_users.features.monitoring.member_figures import WINDOW_COUNTERS, window_counters
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SERVICE, SUFFIXES, tag_text
 from etcd_users.hdr import add
+from etcd_users.judging.disruption_cost import RECOVERED_RATIO, Second, cost
+from etcd_users.judging.disruption_span import TAIL_S
+from etcd_users.members.member_figures import WINDOW_COUNTERS, window_counters
 
 # what the members said over the window (PREFIX_etcd_metrics.csv), beside what the clients saw
 MEMBER_COLUMNS = ("leader changes", "proposals failed")

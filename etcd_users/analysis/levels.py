@@ -17,7 +17,7 @@ then to its end (``errors``). Each level is measured over its steady part:
   gate is judged on.
 
 Each level is judged by the gates (``--sla``, else the run's own ``--etcd-sla`` from the shape record) with
-`etcd_users.features.gates.sla.evaluate` on the window's histograms and counts, and a QPS level also by its achieved QPS
+`etcd_users.judging.sla.evaluate` on the window's histograms and counts, and a QPS level also by its achieved QPS
 against 95 % of planned. Capacity is the highest load (planned QPS, or users for closed-loop rungs) whose level passed
 with every judged level of lower load passing; the first breach is the failing level of lowest load.
 
@@ -43,10 +43,10 @@ from etcd_users.analysis.load import AnalysisError, Run, error_label
 from etcd_users.analysis.measure import EXACT, LOCUST, RunMeasurement, request_names
 from etcd_users.analysis.server import MB, member_series
 from etcd_users.analysis.timeseries import Timeline
-from etcd_users.features.gates.level_verdicts import KEEP_UP  # the rule the live verdicts apply during the run
-from etcd_users.features.gates.options import LATENCY_UNITS, Gate, SlaError, parse_gates, request_gates
-from etcd_users.features.gates.sla import Measurements, evaluate
 from etcd_users.files import AGGREGATED, INTENDED, SERVICE, tag_text
+from etcd_users.judging.level_verdicts import KEEP_UP  # the rule the live verdicts apply during the run
+from etcd_users.judging.sla import Measurements, evaluate
+from etcd_users.judging.sla_specs import LATENCY_UNITS, Gate, SlaError, parse_gates, request_gates
 
 TOP_ERRORS = 3
 

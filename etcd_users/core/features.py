@@ -83,8 +83,8 @@ class Feature:
     hooks: str = ""
     users: tuple[str, ...] = ()  # "module:Class" of the User classes it offers a run, inside the package
     docs: str = ""  # its page under docs/
-    # its modules other packages may import (its state on the run's context, its pure rules, its users' client); the
-    # rest is its own (tests/unit/test_house.py)
+    # its modules the top may import (its users, a load shape, the engine's loop); no feature imports another's, and
+    # the rest is its own (tests/unit/test_house.py)
     public: tuple[str, ...] = ()
     etcd_only: bool = True  # False: also for a locustfile whose users are not etcd's (plugin.install(etcd=False))
     package: str = ""  # the package it was found in (set by ``load``)

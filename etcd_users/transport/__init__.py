@@ -1,5 +1,5 @@
 """How the tool talks to etcd: gRPC on its own event loop, apart from the users' API
-(``etcd_users.features.workload.client``).
+(``etcd_users.user_base.client``).
 
 - ``native``: grpc imported with native threads, locks and sockets under gevent's monkey patching;
 - ``bridge``: the loop thread that makes every call and times it, and the hand-off to Locust's greenlets;

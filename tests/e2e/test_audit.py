@@ -19,8 +19,8 @@ from etcd3.etcdrpc import rpc_pb2
 from support import headless_args, read_csv_rows, run_locust, running, start_locust
 
 from benchmarks.divergence import etcdctl_path, etcdctl_view, start_again
+from etcd_users.audit_trail.ledger import Ledger
 from etcd_users.core.features import OPTIONS
-from etcd_users.features.audit.ledger import Ledger
 from etcd_users.features.audit.readback import read_back
 from etcd_users.features.audit.verdict import AUDIT_EXIT_CODE
 from etcd_users.local import LocalCluster, choose_etcd_binary, find_etcd_binary

@@ -13,8 +13,8 @@ from support import HEADLESS, headless_args, run_analysis, run_locust
 
 from etcd_users.analysis.disruptions import per_second
 from etcd_users.analysis.load import load_run
-from etcd_users.features.disruptions.cost import cost
-from etcd_users.features.gates.sla import SLA_EXIT_CODE
+from etcd_users.judging.disruption_cost import cost
+from etcd_users.judging.sla import SLA_EXIT_CODE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ import pytest
 from checks import assert_no_traceback, history
 from support import free_port, headless_args, read_csv_rows, run_locust
 
-from etcd_users.features.latency.end_of_run import TITLE
+from etcd_users.latency.table import TITLE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 
 from etcd_users.exposition import fetch_metrics, metric_sum
-from etcd_users.features.monitoring.server_metrics import (
+from etcd_users.members.server_metrics import (
     BACKEND_COMMIT,
     DEBUGGING_COLUMNS,
     FSYNC,

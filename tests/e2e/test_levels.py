@@ -16,7 +16,7 @@ from unit.test_report import sections
 
 from etcd_users import hdr
 from etcd_users.analysis.client import ADVICE, CLIENT, SCHEDULE, SCHEDULE_ADVICE
-from etcd_users.features.gates.level_verdicts import KEEP_UP
+from etcd_users.judging.level_verdicts import KEEP_UP
 
 pytestmark = pytest.mark.e2e
 

@@ -18,8 +18,8 @@ import pytest
 from checks import assert_no_traceback, refusal_line
 from support import free_port, run_analysis, run_locust, start_locust
 
-from etcd_users.features.gates.level_verdicts import KEEP_UP, KEEP_UP_GATE
 from etcd_users.features.shapes.judging import WAIT_S
+from etcd_users.judging.level_verdicts import KEEP_UP, KEEP_UP_GATE
 
 pytestmark = pytest.mark.e2e
 

@@ -1,7 +1,8 @@
 """A new workload as docs/contributing.md's worked example adds one: one new folder under etcd_users/features/ and one
 line in FEATURES (the second file it touches, the docs' workload table, is not part of the package). Its files as the
-page prints them, in a copy of the package, registered, and run for 3 s against a local member: its option in
-``python -m etcd_users``, its line at the stop, its requests in Locust's CSV."""
+page prints them, in a copy of the package, registered, checked by the house's rules (tests/unit/test_house.py on the
+copy) and run for 3 s against a local member: its option in ``python -m etcd_users``, its line at the stop, its
+requests in Locust's CSV."""
 
 import csv
 import os
@@ -48,12 +49,44 @@ def toy_package(root: Path) -> list[str]:
     return result.stdout.splitlines()
 
 
+def house_rules(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """tests/unit/test_house.py run on the copy at ``root``: its package, and the rest of the repository it reads."""
+    for folder in ("shapes", "analysis", "benchmarks", "docs"):
+        if not (root / folder).exists():
+            shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "locustfile.py", root / "locustfile.py")
+    (root / "tests" / "unit").mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "tests" / "unit" / "test_house.py", root / "tests" / "unit" / "test_house.py")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/test_house.py"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_a_new_workload_is_one_folder_and_one_line_and_runs_the_first_time(etcd1, tmp_path):
     changed = toy_package(tmp_path)
     assert len(changed) == 2, changed  # the new folder, and FEATURES
     assert any("Only in" in line and line.endswith(": toy") for line in changed), changed
     assert any("core/features.py" in line and "differ" in line for line in changed), changed
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    # the example keeps the house's rules as printed; its base user taken from the top would break them
+    house = house_rules(tmp_path, env)
+    assert house.returncode == 0, house.stdout[-3000:] + house.stderr[-2000:]
+    assert " passed" in house.stdout and " failed" not in house.stdout, house.stdout[-2000:]
+    users = tmp_path / "etcd_users" / "features" / "toy" / "users.py"
+    printed = users.read_text()
+    users.write_text(
+        printed.replace("from etcd_users.user_base.user import EtcdUser", "from etcd_users.users import EtcdUser")
+    )
+    broken = house_rules(tmp_path, env)
+    assert broken.returncode == 1, broken.stdout[-3000:]
+    assert "etcd_users.features.toy.users -> etcd_users.users" in broken.stdout, broken.stdout[-3000:]
+    users.write_text(printed)
 
     reference = subprocess.run(
         [sys.executable, "-m", "etcd_users"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60

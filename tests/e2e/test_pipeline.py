@@ -10,7 +10,7 @@ import pytest
 from checks import assert_no_traceback, refusal_line
 from support import HEADLESS, free_port, headless_args, read_csv_rows, run_locust
 
-from etcd_users.features.gates.sla import SLA_EXIT_CODE
+from etcd_users.judging.sla import SLA_EXIT_CODE
 
 pytestmark = pytest.mark.e2e
 

@@ -14,9 +14,9 @@ import gevent
 import pytest
 from support import free_port, headless_args, read_csv_rows, run_locust
 
-from etcd_users.features.monitoring.preflight import BURST_PUTS, format_bytes
-from etcd_users.features.monitoring.server_metrics import COLUMNS, CSV_SUFFIX, MetricsPoller, Scrape, Scraper
 from etcd_users.local import LocalCluster
+from etcd_users.members.preflight import BURST_PUTS, format_bytes
+from etcd_users.members.server_metrics import COLUMNS, CSV_SUFFIX, MetricsPoller, Scrape, Scraper
 
 pytestmark = pytest.mark.e2e
 

@@ -5,7 +5,7 @@ import pytest
 from checks import assert_no_traceback
 from support import HEADLESS, headless_args, read_csv_rows, run_locust
 
-from etcd_users.features.gates.sla import SLA_EXIT_CODE
+from etcd_users.judging.sla import SLA_EXIT_CODE
 
 pytestmark = pytest.mark.e2e
 

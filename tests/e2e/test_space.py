@@ -31,9 +31,9 @@ from support import (
 )
 
 from etcd_users.exposition import metric_sum, parse_metrics
-from etcd_users.features.monitoring.server_metrics import CSV_SUFFIX, DB_SIZE
-from etcd_users.features.monitoring.server_metrics import QUOTA as QUOTA_METRIC
 from etcd_users.local import LocalCluster
+from etcd_users.members.server_metrics import CSV_SUFFIX, DB_SIZE
+from etcd_users.members.server_metrics import QUOTA as QUOTA_METRIC
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,8 @@ import pytest
 from checks import refusal_line
 from support import headless_args, read_csv_rows, run_locust
 
-from etcd_users.features.monitoring.member_figures import member_figures
 from etcd_users.files import SUMMARY_KEYS, SUMMARY_SCHEMA_VERSION
+from etcd_users.members.member_figures import member_figures
 
 pytestmark = pytest.mark.e2e
 

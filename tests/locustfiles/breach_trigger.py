@@ -7,7 +7,7 @@ import gevent
 
 from etcd_users import EtcdPutUser  # noqa: F401  (Locust collects the User classes from this module)
 from etcd_users.core.run_context import run_context
-from etcd_users.features.monitoring.state import MembersSeen
+from etcd_users.members.seen import MembersSeen
 
 TRIGGER_AFTER_SECONDS = 1.0
 WHY = "test trigger: put p99 above 0.001 ms"

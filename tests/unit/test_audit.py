@@ -4,10 +4,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from etcd_users.audit_trail.ledger import KeyCounts, Ledger
 from etcd_users.features.audit.evidence import timeline
-from etcd_users.features.audit.ledger import KeyCounts, Ledger
 from etcd_users.features.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
-from etcd_users.features.gates import junit
+from etcd_users.judging import junit
 from etcd_users.transport.watch_counts import WatchCounts
 
 PREFIX = b"/t/"
@@ -89,7 +89,7 @@ def test_a_process_that_deleted_ranges_does_not_count_its_vanished_keys_as_lost(
 
 
 def test_a_key_space_too_large_for_an_array_keeps_the_keys_written_in_a_dict(monkeypatch):
-    monkeypatch.setattr("etcd_users.features.audit.ledger.ARRAY_KEYS_MAX", 10)
+    monkeypatch.setattr("etcd_users.audit_trail.ledger.ARRAY_KEYS_MAX", 10)
     book = ledger(100)
     book.put(key(50), 3)
     assert dict(book.latest) == {50: 6}

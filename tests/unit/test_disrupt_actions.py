@@ -1,4 +1,4 @@
-"""The table of disruption actions (``etcd_users.features.disruptions.action_table``): each action has its function, of
+"""The table of disruption actions (``etcd_users.target.action_table``): each action has its function, of
 the kind the runner calls, and the help, the option reference and docs/disruptions.md list the table's actions."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads: the actions import Locust)
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from etcd_users.__main__ import markdown
-from etcd_users.features.disruptions.action_table import ACTIONS, help_text, markdown_table
 from etcd_users.features.disruptions.options import DisruptionSettings
+from etcd_users.target.action_table import ACTIONS, help_text, markdown_table
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "disruptions.md"
 

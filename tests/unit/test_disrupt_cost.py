@@ -1,11 +1,11 @@
-"""The cost of a disruption (``etcd_users.features.disruptions.cost``) on hand-made per-second data with known
+"""The cost of a disruption (``etcd_users.judging.disruption_cost``) on hand-made per-second data with known
 answers."""
 
 import pytest
 
 from etcd_users import hdr
-from etcd_users.features.disruptions.cost import Second, cost, describe, longest_gap, recovery, window_seconds
-from etcd_users.features.disruptions.span import SpanCost
+from etcd_users.judging.disruption_cost import Second, cost, describe, longest_gap, recovery, window_seconds
+from etcd_users.judging.disruption_span import SpanCost
 
 
 def second(latencies_ms: list[float], failures: int = 0) -> Second:

@@ -12,9 +12,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from etcd_users.core.features import OPTIONS
-from etcd_users.features.gates import disruption_gates, junit, sla, step_summary
-from etcd_users.features.gates.options import Gate, SlaError, parse_gate, parse_gates, request_gates
-from etcd_users.features.gates.options import disruption_gates as on_windows
+from etcd_users.features.gates import step_summary
+from etcd_users.judging import disruption_gates, junit, sla
+from etcd_users.judging.sla_specs import Gate, SlaError, parse_gate, parse_gates, request_gates
+from etcd_users.judging.sla_specs import disruption_gates as on_windows
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.settings import SettingsError, settings_from_options
 

@@ -6,7 +6,6 @@ import argparse
 import pytest
 
 from etcd_users.core.features import OPTIONS
-from etcd_users.features.disruptions.action_table import ACTIONS, NONE, REQUIRED
 from etcd_users.features.disruptions.options import DisruptionSettings
 from etcd_users.features.disruptions.schedule import (
     Disruption,
@@ -18,6 +17,7 @@ from etcd_users.features.disruptions.schedule import (
 )
 from etcd_users.settings import SettingsError
 from etcd_users.settings.round_trip import PeerRtt
+from etcd_users.target.action_table import ACTIONS, NONE, REQUIRED
 
 URL_A, URL_B = "http://127.0.0.1:2379", "http://127.0.0.1:22379"
 

@@ -3,8 +3,8 @@
 import pytest
 
 from etcd_users import hdr
-from etcd_users.features.disruptions.cost import cost, describe
-from etcd_users.features.disruptions.span import longest_silence, span_cost
+from etcd_users.judging.disruption_cost import cost, describe
+from etcd_users.judging.disruption_span import longest_silence, span_cost
 from etcd_users.latency import store as store_module
 from etcd_users.latency.store import LatencyStore
 from etcd_users.latency.timeline import SLOTS_PER_S, SuccessSlots, Timeline, place_code, second_part, slot_of

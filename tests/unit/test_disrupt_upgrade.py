@@ -15,11 +15,11 @@ from etcd_users.features.disruptions.schedule import (
     parse_item,
     parse_schedule,
 )
-from etcd_users.features.target_cluster.cluster import TargetCluster, choose_upgrade_binary
 from etcd_users.local import ClusterError, EtcdBinary
 from etcd_users.local import binary as binaries
 from etcd_users.local.logs import log_size, start_reason
 from etcd_users.settings import SettingsError
+from etcd_users.target.cluster import TargetCluster, choose_upgrade_binary
 
 FLAG = "--etcd-upgrade-binary"
 FOUND = [

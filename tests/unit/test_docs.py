@@ -202,8 +202,8 @@ def resolve(path: str):
 def test_every_public_method_of_the_client_and_the_bases_is_in_the_api_reference():
     directives = api_directives(API_PAGE.read_text())
     for path in (
-        "etcd_users.features.workload.client.EtcdClient",
-        "etcd_users.users.EtcdUser",
+        "etcd_users.user_base.client.EtcdClient",
+        "etcd_users.user_base.user.EtcdUser",
         "etcd_users.features.shapes.base.PlannedShape",
     ):
         assert path in directives, f"{API_PAGE.name} has no '::: {path}'"
@@ -217,9 +217,9 @@ def test_every_public_method_of_the_client_and_the_bases_is_in_the_api_reference
 
 
 def test_the_api_reference_would_miss_a_method_added_to_the_client():
-    from etcd_users.features.workload.client import EtcdClient
+    from etcd_users.user_base.client import EtcdClient
 
-    listed = api_directives(API_PAGE.read_text())["etcd_users.features.workload.client.EtcdClient"]
+    listed = api_directives(API_PAGE.read_text())["etcd_users.user_base.client.EtcdClient"]
     assert {"ranges", "paged_list", "txn_mixed", "lease_revoke", "keys"} <= set(listed)
 
     class Grown(EtcdClient):

@@ -5,9 +5,10 @@ import locust  # noqa: F401  (gevent patching before anything else loads: the la
 
 import os
 
-from etcd_users.features.latency.end_of_run import TITLE, files_lines, run_files, table_lines
+from etcd_users.features.latency.end_of_run import files_lines, run_files
 from etcd_users.hdr import SIGNIFICANT_FIGURES, histogram_of, percentiles_us
 from etcd_users.latency.store import LatencyRow
+from etcd_users.latency.table import TITLE, table_lines
 
 
 def row(

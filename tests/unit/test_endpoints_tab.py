@@ -1,7 +1,7 @@
 """The web UI's endpoints tab, its pure parts (``etcd_users.features.webui.endpoints_tab``): each member's role from its
 own look-ups (a look-up that waits says at once that the member does not answer), where requests go as the users'
 pool sends them, the members as the membership lists them, the leader changes since the run started; and each
-member looked up on its own (``etcd_users.features.monitoring.member_lookups``), a silent one never holding up another.
+member looked up on its own (``etcd_users.members.member_lookups``), a silent one never holding up another.
 The tab against real members is ``tests/e2e/test_webui.py``."""
 
 import locust  # noqa: F401  (gevent patching before anything else loads: the tab looks members up in greenlets)
@@ -13,9 +13,9 @@ import time
 import gevent
 
 from etcd_users.core.features import OPTIONS
-from etcd_users.features.monitoring.member_lookups import ANSWER_DUE_S, Lookup, MemberLookups
-from etcd_users.features.monitoring.server_metrics import Scrape, Scraper
 from etcd_users.features.webui.endpoints_tab import LEFT_OUT, EndpointsTab, PoolView, endpoint_rows, note_leader_changes
+from etcd_users.members.member_lookups import ANSWER_DUE_S, Lookup, MemberLookups
+from etcd_users.members.server_metrics import Scrape, Scraper
 from etcd_users.settings import Endpoint, settings_from_options
 from etcd_users.transport import learners
 from etcd_users.transport.membership import Listed, listed

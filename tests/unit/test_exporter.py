@@ -19,11 +19,11 @@ from etcd_users import hdr
 from etcd_users.core.features import OPTIONS
 from etcd_users.core.run_context import run_context
 from etcd_users.features.exporter.exporter import BUCKETS_S, QUANTILES, RunCollector, bucket_counts
-from etcd_users.features.watchers.state import WatchTallies
-from etcd_users.features.watchers.tally import WatchTally
 from etcd_users.latency import store as store_module
 from etcd_users.latency.recent import RecentSeconds
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.run_state.watch_tally import WatchTally
+from etcd_users.run_state.watchers import WatchTallies
 from etcd_users.settings import SettingsError, settings_from_options
 
 DASHBOARD = DEPLOY / "grafana" / "locust-etcd.json"

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from etcd_users.exposition import Sample, metric_sum, parse_metrics
-from etcd_users.features.monitoring.server_metrics import BACKEND_COMMIT, FSYNC, parse_scrape
+from etcd_users.members.server_metrics import BACKEND_COMMIT, FSYNC, parse_scrape
 
 # as etcd 3.5 writes them: typed families, a counter without _total, a histogram
 TYPED_PAGE = """

@@ -15,8 +15,6 @@ import pytest
 from etcd_users import hdr
 from etcd_users.analysis.hlog import merge_intervals
 from etcd_users.analysis.load import load_run, read_etcd_metrics, total_requests
-from etcd_users.features.monitoring import server_metrics
-from etcd_users.features.monitoring.server_metrics import MetricsPoller, error_fields, parse_scrape, row_fields
 from etcd_users.files import (
     AGGREGATED,
     ETCD_METRICS_COLUMNS,
@@ -31,6 +29,8 @@ from etcd_users.files import (
 from etcd_users.latency import store as latency_store
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
 from etcd_users.latency.writer import LatencyFiles
+from etcd_users.members import server_metrics
+from etcd_users.members.server_metrics import MetricsPoller, error_fields, parse_scrape, row_fields
 
 T0 = 1_700_000_000
 SECONDS = 4

@@ -245,12 +245,24 @@ def test_a_module_that_moved_keeps_its_logger_s_name():
 
 
 TOP = {"etcd_users", "etcd_users.users", "etcd_users.locustfile", "etcd_users.cli", "etcd_users.__main__"}
+# what features share lives below them: what a run is judged by, the members as found, the state the features meet
+# in on the run's context, the audit's records the clients write, the cluster under load, the base user and its client
+SHARED = (
+    "etcd_users.judging",
+    "etcd_users.members",
+    "etcd_users.run_state",
+    "etcd_users.audit_trail",
+    "etcd_users.target",
+    "etcd_users.user_base",
+)
 
 
 def layer(module: str) -> int:
     """core 0, shared infrastructure 1, features 2, the top (the users, the entry points, the suite, the analysis) 3."""
     if module.startswith("etcd_users.core"):
         return 0
+    if module in SHARED or module.startswith(tuple(f"{package}." for package in SHARED)):
+        return 1
     if module.startswith("etcd_users.features"):
         return 2
     if module in TOP or module.startswith(("etcd_users.suite", "etcd_users.analysis")):
@@ -274,13 +286,54 @@ def imports_up(modules: dict[str, Path]) -> list[str]:
 
 def test_core_imports_no_feature_and_nothing_imports_up_the_layers(tmp_path):
     # core (plugin, run context, role, exit code, option declaration) knows no feature; shared infrastructure
-    # (settings, transport, latency, local, the file contract) knows none either; a feature knows core, the shared
-    # parts and other features, never the top
+    # (settings, transport, latency, local, the file contract, the shared packages of SHARED) knows none either; a
+    # feature knows core and the shared parts, never the top
     sample = tmp_path / "sample.py"
     sample.write_text("from etcd_users.features.audit import run\n")
-    made_up = {"etcd_users.core.sample": sample, "etcd_users.features.audit.run": sample}
-    assert imports_up(made_up) == ["etcd_users.core.sample -> etcd_users.features.audit.run"], "the check must see one"
-    assert imports_up(project_modules()) == []
+    made_up = {
+        "etcd_users.core.sample": sample,
+        "etcd_users.judging.sample": sample,
+        "etcd_users.features.audit.run": sample,
+    }
+    assert imports_up(made_up) == [
+        "etcd_users.core.sample -> etcd_users.features.audit.run",
+        "etcd_users.judging.sample -> etcd_users.features.audit.run",
+    ], "the check must see them"
+    modules = project_modules()
+    assert all(f"{package}.__init__" not in modules and package in modules for package in SHARED)
+    assert {layer(name) for name in modules if name.startswith(SHARED)} == {1}
+    assert imports_up(modules) == []
+
+
+def features_imported(modules: dict[str, Path]) -> list[str]:
+    """Imports of a feature's module from another feature's package: features meet through the run's slots and
+    hooks (``etcd_users.core.run_context``), and share what lives below them, never each other's modules."""
+    known = set(modules)
+    found = []
+    for name, path in sorted(modules.items()):
+        parts = name.split(".")
+        if parts[:2] != ["etcd_users", "features"] or len(parts) < 3:
+            continue
+        for imported in sorted(imports_of(path, name, known)):
+            other = imported.split(".")
+            if other[:2] == ["etcd_users", "features"] and len(other) >= 3 and other[2] != parts[2]:
+                found.append(f"{name} -> {imported}")
+    return found
+
+
+def test_no_feature_imports_another_feature(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from etcd_users.features.audit import run\nfrom etcd_users.judging import sla\n")
+    made_up = {
+        "etcd_users.features.gates.sample": sample,
+        "etcd_users.features.audit.sample": sample,
+        "etcd_users.features.audit.run": sample,
+        "etcd_users.judging.sla": sample,
+    }
+    assert features_imported(made_up) == ["etcd_users.features.gates.sample -> etcd_users.features.audit.run"], (
+        "the check must see one, and only one"
+    )
+    assert features_imported(project_modules()) == []
 
 
 def internals_imported(modules: dict[str, Path], public: dict[str, tuple[str, ...]]) -> list[str]:
@@ -299,14 +352,15 @@ def internals_imported(modules: dict[str, Path], public: dict[str, tuple[str, ..
 
 
 def test_a_feature_s_internals_are_its_own(tmp_path):
-    # another package imports a feature's public modules only (its state, its pure rules, its users' client)
+    # no feature imports another (above); the top (the users, the analysis, the load shapes' aliases, the benchmarks)
+    # imports a feature's public modules only (its users, the engine's loop, a shape)
     from etcd_users.core.features import features
 
     sample = tmp_path / "sample.py"
     sample.write_text("from etcd_users.features.audit import run\n")
-    made_up = {"etcd_users.features.gates.sample": sample, "etcd_users.features.audit.run": sample}
+    made_up = {"etcd_users.analysis.sample": sample, "etcd_users.features.audit.run": sample}
     assert internals_imported(made_up, {"audit": ("record",)}) == [
-        "etcd_users.features.gates.sample -> etcd_users.features.audit.run"
+        "etcd_users.analysis.sample -> etcd_users.features.audit.run"
     ], "the check must see one"
     public = {feature.package.rpartition(".")[2]: feature.public for feature in features()}
     declared = [f"{name}.{module}" for name, modules in public.items() for module in modules]

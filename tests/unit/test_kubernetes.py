@@ -17,7 +17,6 @@ from etcd_users.features.kubernetes.layout import (
     ObjectPool,
     Resource,
     ValueSource,
-    WatchLatencies,
     WeightedChoice,
     choose_write,
     pages,
@@ -31,6 +30,7 @@ from etcd_users.features.kubernetes.options import (
     parse_k8s_objects,
 )
 from etcd_users.features.kubernetes.run import may_compact, wanted_keys
+from etcd_users.run_state.watch_latencies import WatchLatencies
 from etcd_users.settings import SettingsError, settings_from_options
 
 

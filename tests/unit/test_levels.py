@@ -49,9 +49,9 @@ from etcd_users.analysis.levels import (
 )
 from etcd_users.analysis.load import load_run
 from etcd_users.analysis.measure import measure_run
-from etcd_users.features.gates.options import parse_gates
-from etcd_users.features.gates.sla import Measurements
 from etcd_users.files import AGGREGATED, ETCD_METRICS_COLUMNS, SERVICE, HlogKey
+from etcd_users.judging.sla import Measurements
+from etcd_users.judging.sla_specs import parse_gates
 from etcd_users.latency.store import SealedInterval, summary_row
 from etcd_users.latency.writer import LatencyFiles
 

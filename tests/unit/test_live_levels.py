@@ -19,12 +19,12 @@ from etcd_users.analysis.levels import LevelWindow, level_windows
 from etcd_users.analysis.levels import judge as analysis_judge
 from etcd_users.analysis.levels import verdict as analysis_verdict
 from etcd_users.core.plugin import install
-from etcd_users.features.gates.level_verdicts import FAIL, KEEP_UP_GATE, PASS, judge_level, window_measurements
-from etcd_users.features.gates.options import parse_gates
-from etcd_users.features.gates.sla import Measurements
 from etcd_users.features.shapes import judging
 from etcd_users.features.shapes.capacity import BISECT, GROW, CapacitySearch, CapacitySearchShape
 from etcd_users.features.shapes.step_spike import StepSpikeShape
+from etcd_users.judging.level_verdicts import FAIL, KEEP_UP_GATE, PASS, judge_level, window_measurements
+from etcd_users.judging.sla import Measurements
+from etcd_users.judging.sla_specs import parse_gates
 from etcd_users.latency import store as latency_store
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.windows import Windows

@@ -2,10 +2,10 @@
 
 import pytest
 
-from etcd_users.features.gates.member_gates import judge_gate
-from etcd_users.features.gates.options import READY_SETS, SlaError, member_gates, parse_gate, parse_gates, request_gates
-from etcd_users.features.monitoring.buckets import format_buckets, parse_buckets
-from etcd_users.features.monitoring.member_figures import member_figures, window_counters
+from etcd_users.judging.member_gates import judge_gate
+from etcd_users.judging.sla_specs import READY_SETS, SlaError, member_gates, parse_gate, parse_gates, request_gates
+from etcd_users.members.buckets import format_buckets, parse_buckets
+from etcd_users.members.member_figures import member_figures, window_counters
 
 INF = float("inf")
 M1, M2 = "http://m1:2379", "http://m2:2379"

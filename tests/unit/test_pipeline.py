@@ -5,9 +5,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from etcd_users.features.gates import junit, step_summary
-from etcd_users.features.gates.options import parse_gate
-from etcd_users.features.gates.sla import Result
+from etcd_users.features.gates import step_summary
+from etcd_users.judging import junit
+from etcd_users.judging.sla import Result
+from etcd_users.judging.sla_specs import parse_gate
 from etcd_users.settings import SettingsError
 
 P99, ERRORS, QPS = parse_gate("put:p99<15ms"), parse_gate("errors<0.1%"), parse_gate("qps>1000")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from etcd_users.features.rate_held.hooks import Shortfall, held, short_side, shortfall_line, whole_seconds
+from etcd_users.features.rate_held.hooks import Shortfall, held, short_side, shortfall_line
+from etcd_users.latency.user_rate import whole_seconds
 
 
 @pytest.mark.parametrize(

@@ -6,13 +6,13 @@ import re
 import pytest
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
-from etcd_users.features.audit.acknowledged import AcknowledgedWrites
-from etcd_users.features.audit.ledger import Ledger
-from etcd_users.features.audit.reads import EVIDENCE_KEPT, ReadChecks, ReadCounts
-from etcd_users.features.audit.staleness import Staleness
+from etcd_users.audit_trail.acknowledged import AcknowledgedWrites
+from etcd_users.audit_trail.ledger import Ledger
+from etcd_users.audit_trail.reads import EVIDENCE_KEPT, ReadChecks, ReadCounts
+from etcd_users.audit_trail.staleness import Staleness
 from etcd_users.features.audit.verdict import AUDIT_EXIT_CODE, Audit, Hashes, MemberHash, ProcessAudit
 from etcd_users.features.gates import stale_gates
-from etcd_users.features.gates.options import SlaError, parse_gates, request_gates
+from etcd_users.judging.sla_specs import SlaError, parse_gates, request_gates
 
 MEMBER = "127.0.0.1:2379"
 NAME = "range/linearizable"

@@ -19,7 +19,7 @@ from etcd_users.analysis.levels import level_spans
 from etcd_users.analysis.load import load_run
 from etcd_users.analysis.measure import measure_run
 from etcd_users.analysis.report import Section, write_html
-from etcd_users.features.audit.ledger import KeyCounts
+from etcd_users.audit_trail.ledger import KeyCounts
 from etcd_users.features.audit.verdict import Audit, Hashes, MemberHash, ProcessAudit
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION
 from unit.test_levels import T0, shape_record, write_run

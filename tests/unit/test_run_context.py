@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from etcd_users.audit_trail.ledger import Ledger
+from etcd_users.audit_trail.record import AuditState, RunRecord
 from etcd_users.core.features import OPTIONS
 from etcd_users.core.role import Role
 from etcd_users.core.run_context import ATTRIBUTE, RunContext, attach, run_context
-from etcd_users.features.audit.ledger import Ledger
-from etcd_users.features.audit.record import AuditState, RunRecord
-from etcd_users.features.disruptions.state import DisruptionWindows
-from etcd_users.features.gates.state import GateState
-from etcd_users.features.monitoring.state import MembersSeen
-from etcd_users.features.watchers.state import ProcessWatchers, WatchTallies
+from etcd_users.members.seen import MembersSeen
+from etcd_users.run_state.disruption_windows import DisruptionWindows
+from etcd_users.run_state.gate_state import GateState
+from etcd_users.run_state.watchers import ProcessWatchers, WatchTallies
 from etcd_users.session import ProcessSession
 from etcd_users.settings import settings_from_options
 

@@ -2,9 +2,9 @@
 
 import resource
 
-from etcd_users.features.gates.sla import Result
 from etcd_users.features.gates.worker_watch import WORKERS_GATE
-from etcd_users.features.monitoring.lost_workers import LostWorker, end_line, verdict_text, warning_line
+from etcd_users.judging.sla import Result
+from etcd_users.members.lost_workers import LostWorker, end_line, verdict_text, warning_line
 from etcd_users.open_files import OTHER_FILES, connections_error
 
 LOST = LostWorker(worker="vm_1a2b", at=1_000.4, at_s=10.4, users=32, run_users=64)

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from etcd_users.features.monitoring.preflight import (
+from etcd_users.members.preflight import (
     BurstResult,
     MemberReport,
     burst_line,
@@ -17,7 +17,7 @@ from etcd_users.features.monitoring.preflight import (
     member_report,
     report_lines,
 )
-from etcd_users.features.monitoring.server_metrics import (
+from etcd_users.members.server_metrics import (
     COLUMNS,
     FSYNC,
     bucket_delta,

@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives import serialization
 
 from etcd_users.core.arguments import shown
 from etcd_users.core.features import OPTIONS
-from etcd_users.features.gates.options import Gate, SlaError, parse_gate, parse_gates
-from etcd_users.features.monitoring.server_metrics import member_urls
+from etcd_users.judging.sla_specs import Gate, SlaError, parse_gate, parse_gates
 from etcd_users.local import AUTO_COMPACTION_RETENTION, cluster_from_settings
+from etcd_users.members.server_metrics import member_urls
 from etcd_users.settings import (
     DEFAULT_PREFIX,
     Credentials,

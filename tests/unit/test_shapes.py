@@ -21,12 +21,12 @@ import pytest
 from support import REPO
 
 from etcd_users.features.shapes.base import PlannedShape
-from etcd_users.features.shapes.judged import JudgedShape, check_on_init, judged_shape
 from etcd_users.features.shapes.ladder import ConcurrencyLadderShape
 from etcd_users.features.shapes.options import ShapeSettings
 from etcd_users.features.shapes.plan import MIN_LEVEL_S, Level, level_at, level_index_at, sine_qps
 from etcd_users.features.shapes.sine import SineWaveShape
 from etcd_users.features.shapes.step_spike import StepSpikeShape
+from etcd_users.judging.judged import JudgedShape, check_on_init, judged_shape
 from etcd_users.settings import SettingsError
 
 DEFAULT_STEPS = [300, 500, 700, 900, 1100, 1300, 1500, 1700, 1900, 2000]

@@ -7,9 +7,9 @@ from locust.event import Events
 
 from checks import recorded
 
-from etcd_users.features.gates import sla
-from etcd_users.features.gates.options import parse_gate, parse_gates
-from etcd_users.features.gates.sla import Measurements, evaluate, evaluate_all
+from etcd_users.judging import sla
+from etcd_users.judging.sla import Measurements, evaluate, evaluate_all
+from etcd_users.judging.sla_specs import parse_gate, parse_gates
 from etcd_users.latency import store as latency_store
 from etcd_users.latency.recorder import LatencyRecorder
 

@@ -13,7 +13,6 @@ import pytest
 from etcd_users.core.features import OPTIONS
 from etcd_users.core.role import Role
 from etcd_users.core.run_context import RunContext
-from etcd_users.features.monitoring.server_metrics import DB_SIZE, QUOTA, Scrape
 from etcd_users.features.monitoring.space import (
     Alarms,
     QuotaWatch,
@@ -27,8 +26,9 @@ from etcd_users.features.monitoring.space import (
     recovery_commands,
     seconds_left,
 )
-from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.local import AUTO_COMPACTION_RETENTION, QUOTA_BYTES, LocalCluster, fitting_quota
+from etcd_users.members.seen import MembersSeen
+from etcd_users.members.server_metrics import DB_SIZE, QUOTA, Scrape
 from etcd_users.settings import settings_from_options
 from etcd_users.transport.compaction import CompactionSchedule
 

@@ -3,12 +3,12 @@
 import json
 
 from etcd_users.analysis.levels import level_windows
-from etcd_users.features.gates.level_verdicts import FAIL, KEEP_UP_GATE, PASS, LevelCheck, LevelVerdict
 from etcd_users.features.shapes.plan import Level
 from etcd_users.features.shapes.record import record_path, shape_record, write_json
 from etcd_users.features.shapes.timeline import RECORDED_ERRORS, Timeline
 from etcd_users.features.webui.tabs import level_rows
 from etcd_users.files import SHAPE_REQUIRED_KEYS
+from etcd_users.judging.level_verdicts import FAIL, KEEP_UP_GATE, PASS, LevelCheck, LevelVerdict
 
 T0 = 1_700_000_000.0
 PLAN = [

@@ -5,7 +5,7 @@ import argparse
 import pytest
 
 from benchmarks.watch_fanout import counts, delays, parse_tally, window_cpu
-from etcd_users.features.watchers.tally import WatchTally
+from etcd_users.run_state.watch_tally import WatchTally
 
 
 def test_the_watchers_closing_line_is_read_back_as_written() -> None:

@@ -8,8 +8,8 @@ import asyncio
 
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
-from etcd_users.features.watchers.state import ProcessWatchers
 from etcd_users.features.watchers.streams import PrefixWatchers
+from etcd_users.run_state.watchers import ProcessWatchers
 from etcd_users.transport.streams import WatchFanOut
 from etcd_users.transport.watch_counts import WatchCounts
 
@@ -237,7 +237,7 @@ def test_a_prefix_watcher_s_broken_stream_resumes_after_its_last_event_or_where_
 
 def test_a_kubernetes_resource_watch_counts_the_guarantees_its_watchers_break():
     from etcd_users.features.kubernetes.client import ResourceWatch
-    from etcd_users.features.kubernetes.layout import WatchLatencies
+    from etcd_users.run_state.watch_latencies import WatchLatencies
 
     async def scenario() -> WatchCounts:
         connection, counts = Connection(1), WatchCounts()
@@ -258,7 +258,7 @@ def test_a_kubernetes_resource_watch_counts_the_guarantees_its_watchers_break():
 
 def test_a_kubernetes_watch_resumes_a_broken_stream_from_each_resource_s_next_revision_and_relists_only_a_compacted():
     from etcd_users.features.kubernetes.client import ResourceWatch
-    from etcd_users.features.kubernetes.layout import WatchLatencies
+    from etcd_users.run_state.watch_latencies import WatchLatencies
 
     pods, nodes = b"/registry/pods/", b"/registry/minions/"
 

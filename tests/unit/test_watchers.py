@@ -1,8 +1,8 @@
 """The watchers' tally, pure: lag buckets, percentiles, etcd's cancel reasons, sums across processes."""
 
-from etcd_users.features.watchers import tally as tally_module
-from etcd_users.features.watchers.state import ProcessWatchers
-from etcd_users.features.watchers.tally import COMPACTED_LABEL, WatchTally, bucket, cancel_label, percentile
+from etcd_users.run_state import watch_tally as tally_module
+from etcd_users.run_state.watch_tally import COMPACTED_LABEL, WatchTally, bucket, cancel_label, percentile
+from etcd_users.run_state.watchers import ProcessWatchers
 
 
 def test_lags_are_exact_below_100_and_two_digits_above():

@@ -11,9 +11,6 @@ import argparse
 from types import SimpleNamespace
 
 from etcd_users.core.features import OPTIONS
-from etcd_users.features.gates import disruption_gates
-from etcd_users.features.gates.options import parse_gates
-from etcd_users.features.watchers.tally import WatchTally
 from etcd_users.features.webui.tabs import (
     DISRUPTIONS_HINT,
     NOT_STARTED,
@@ -28,8 +25,11 @@ from etcd_users.features.webui.tabs import (
     sla_rows,
     watcher_rows,
 )
+from etcd_users.judging import disruption_gates
+from etcd_users.judging.sla_specs import parse_gates
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
+from etcd_users.run_state.watch_tally import WatchTally
 from etcd_users.settings import settings_from_options
 
 

@@ -168,9 +168,9 @@ def test_a_member_added_joins_a_zone_and_gets_its_round_trip_to_the_members_of_t
 
 
 def test_a_schedule_that_cuts_or_slows_links_has_the_peer_proxy_without_a_round_trip_asked(tmp_path):
-    from etcd_users.features.target_cluster.cluster import _check_proxy
     from etcd_users.local import cluster_from_settings
     from etcd_users.local.peer_links import PeerLinks
+    from etcd_users.target.cluster import _check_proxy
 
     settings = _settings(disrupt="cut:leader->follower@3s+2s")
     cluster, _ = cluster_from_settings(settings, 3)

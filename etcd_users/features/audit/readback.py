@@ -15,7 +15,7 @@ import asyncio
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.features.audit.ledger import Ledger
+from etcd_users.audit_trail.ledger import Ledger
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool
 

@@ -19,23 +19,23 @@ import time
 from dataclasses import replace
 from functools import partial
 
+from etcd_users.audit_trail.ledger import KeyCounts, Ledger
+from etcd_users.audit_trail.record import AuditState, RunRecord
+from etcd_users.audit_trail.staleness import MemberStaleness, Staleness
 from etcd_users.core.exit_code import AUDIT_EXIT_CODE, ExitVerdict
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.audit import evidence as evidence_files
 from etcd_users.features.audit.divergence import keys_held_differently
 from etcd_users.features.audit.hashkv import hash_members
-from etcd_users.features.audit.ledger import KeyCounts, Ledger
 from etcd_users.features.audit.options import AuditSettings
 from etcd_users.features.audit.readback import read_back
-from etcd_users.features.audit.record import AuditState, RunRecord
-from etcd_users.features.audit.staleness import MemberStaleness, Staleness
 from etcd_users.features.audit.verdict import Audit, ProcessAudit
-from etcd_users.features.gates import junit
-from etcd_users.features.target_cluster.cluster import TargetCluster
 from etcd_users.files import LOCAL_PROCESS, STALENESS_COLUMNS, STALENESS_FIELDS, SUFFIXES
+from etcd_users.judging import junit
 from etcd_users.session import ProcessSession
 from etcd_users.settings import SettingsError, settings_from_options
+from etcd_users.target.cluster import TargetCluster
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.probe import with_probe
 

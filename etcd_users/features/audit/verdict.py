@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from etcd_users.audit_trail.ledger import KeyCounts
+from etcd_users.audit_trail.reads import ReadCounts, evidence_line
+from etcd_users.audit_trail.staleness import Staleness
 from etcd_users.core.exit_code import AUDIT_EXIT_CODE
-from etcd_users.features.audit.ledger import KeyCounts
-from etcd_users.features.audit.reads import ReadCounts, evidence_line
-from etcd_users.features.audit.staleness import Staleness
 from etcd_users.known_bugs import DATA, WATCH, known_bug_lines, known_bug_names
 from etcd_users.transport.watch_counts import WatchCounts
 

@@ -22,11 +22,11 @@ from hdrh.histogram import HdrHistogram
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.role import Role
 from etcd_users.core.run_context import run_context
-from etcd_users.features.rate_held.hooks import users_at_rate, whole_seconds
 from etcd_users.files import CLIENT_BOUND_PCT, MASTER_PROCESS, SERVICE
 from etcd_users.latency.client_cpu import ClientCpu, Row, busiest
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import Key
+from etcd_users.latency.user_rate import users_at_rate, whole_seconds
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 

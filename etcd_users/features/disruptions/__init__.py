@@ -9,5 +9,4 @@ FEATURE = Feature(
     DisruptionSettings,
     hooks="runner:Disruptions",
     docs="disruptions.md",
-    public=("action_table", "cost", "span", "state"),
 )

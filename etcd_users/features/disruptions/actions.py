@@ -15,9 +15,9 @@ import time
 import gevent
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.features.disruptions.action_table import ALL, FOLLOWER, LEADER
 from etcd_users.features.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
+from etcd_users.target.action_table import ALL, FOLLOWER, LEADER
 from etcd_users.transport.pool import EndpointPool, MemberStatus
 
 logger = logging.getLogger("etcd_users.disruptions.actions")  # the name users' log filters know

@@ -9,8 +9,8 @@ from __future__ import annotations
 import shlex
 
 from etcd_users.core.arguments import shown
-from etcd_users.features.disruptions.action_table import ACTIONS
 from etcd_users.features.disruptions.schedule import COMMAND_FLAG, COMMAND_NAME, FLAG, Disruption, ScheduleError
+from etcd_users.target.action_table import ACTIONS
 
 FORM = "NAME=COMMAND (e.g. 'drain=kubectl drain node-1 --ignore-daemonsets'), once per command"
 

@@ -4,16 +4,6 @@ from dataclasses import dataclass
 
 from etcd_users.core.arguments import shown
 from etcd_users.core.declare import OptionGroup, SettingsError, option, switch
-from etcd_users.features.disruptions.action_table import (
-    ACTIONS,
-    ADD_LEARNER,
-    MEMBERSHIP_ACTIONS,
-    UPGRADE_FLAG,
-    help_text,
-    markdown_table,
-    names,
-    said,
-)
 from etcd_users.features.disruptions.command_match import check_commands, parse_commands
 from etcd_users.features.disruptions.schedule import (
     ALLOWED_FLAG,
@@ -27,6 +17,16 @@ from etcd_users.features.disruptions.schedule import (
 )
 from etcd_users.settings.connection import local_binary_form_error
 from etcd_users.settings.network import example_zones
+from etcd_users.target.action_table import (
+    ACTIONS,
+    ADD_LEARNER,
+    MEMBERSHIP_ACTIONS,
+    UPGRADE_FLAG,
+    help_text,
+    markdown_table,
+    names,
+    said,
+)
 
 
 def _schedule(flag: str, text: str) -> tuple[Disruption, ...]:

@@ -9,10 +9,10 @@ on connections of its own (``Probe``), never on a worker. Each action is a windo
 (unix seconds), ok, a line of result, the error label when it failed; the windows go to ``PREFIX_disruptions.json``
 (with ``--csv PREFIX``), rewritten as each window closes and as its cost is known.
 
-The cost, per request name (``etcd_users.features.disruptions.cost``), comes from the seconds the exact latency store
+The cost, per request name (``etcd_users.judging.disruption_cost``), comes from the seconds the exact latency store
 merges and from its timeline (``etcd_users.latency.timeline``: every process's successes to 10 ms, latencies in 100 ms
 slots, failures timed by their request), which the span's gap, latencies and errors by etcd's label are read from
-(``etcd_users.features.disruptions.span``): once the data up to the window's end is in, and again each second until the
+(``etcd_users.judging.disruption_span``): once the data up to the window's end is in, and again each second until the
 P99 is back within 1.2x of before or ``RECOVERY_CAP_S`` have passed, then it is logged, one line per name. At test stop
 the actions still running are interrupted (a member killed or frozen comes back), and the cost of windows still open is
 logged with the data there is.
@@ -33,21 +33,21 @@ import grpc
 
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.features.disruptions import cost as costs
-from etcd_users.features.disruptions import span
-from etcd_users.features.disruptions.action_table import ACTIONS, ADD_LEARNER
 from etcd_users.features.disruptions.actions import ActionError, Done, member_statuses
 from etcd_users.features.disruptions.membership import remove_learners_left
 from etcd_users.features.disruptions.schedule import Disruption, ScheduleError, check_allowed
-from etcd_users.features.disruptions.state import DisruptionWindows
-from etcd_users.features.monitoring.member_figures import Figure, window_counters
-from etcd_users.features.monitoring.state import MembersSeen
-from etcd_users.features.target_cluster.cluster import TargetCluster
 from etcd_users.files import DISRUPTIONS_SCHEMA_VERSION, SUFFIXES
+from etcd_users.judging import disruption_cost as costs
+from etcd_users.judging import disruption_span as span
 from etcd_users.latency.recent import RecentSeconds
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.timeline import Timeline
+from etcd_users.members.member_figures import Figure, window_counters
+from etcd_users.members.seen import MembersSeen
+from etcd_users.run_state.disruption_windows import DisruptionWindows
 from etcd_users.settings import EtcdSettings
+from etcd_users.target.action_table import ACTIONS, ADD_LEARNER
+from etcd_users.target.cluster import TargetCluster
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.probe import Probe
 

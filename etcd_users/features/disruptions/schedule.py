@@ -16,7 +16,9 @@ import re
 from typing import NamedTuple
 
 from etcd_users.core.arguments import shown
-from etcd_users.features.disruptions.action_table import (
+from etcd_users.settings.network import ZONE_NAME
+from etcd_users.settings.round_trip import PeerRtt, parse_round_trip
+from etcd_users.target.action_table import (
     ACTIONS,
     ALLOWED_FLAG,
     ARROW,
@@ -34,8 +36,6 @@ from etcd_users.features.disruptions.action_table import (
     said,
     with_duration,
 )
-from etcd_users.settings.network import ZONE_NAME
-from etcd_users.settings.round_trip import PeerRtt, parse_round_trip
 
 FLAG = "--etcd-disrupt"
 COMMAND_FLAG = "--etcd-disrupt-command"

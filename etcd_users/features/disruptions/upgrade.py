@@ -20,11 +20,11 @@ import time
 
 import gevent
 
-from etcd_users.features.disruptions.action_table import ALL, FOLLOWER
 from etcd_users.features.disruptions.actions import ActionError, Done, leader_of, resolve
 from etcd_users.features.disruptions.member_steps import POLL_S, START_TIMEOUT_S, Refused, said_times, start_on
 from etcd_users.features.disruptions.schedule import Disruption
 from etcd_users.local import ClusterError, LocalCluster
+from etcd_users.target.action_table import ALL, FOLLOWER
 from etcd_users.transport.pool import MemberStatus
 
 logger = logging.getLogger("etcd_users.disruptions.upgrade")  # the name users' log filters know

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from etcd_users.core.exit_code import NOTHING_MEASURED, ExitVerdict
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.features.watchers.state import WatchTallies
+from etcd_users.run_state.watchers import WatchTallies
 from etcd_users.workload_model.preparation import KEY_SPACE, Preparation
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary

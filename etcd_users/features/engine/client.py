@@ -21,9 +21,9 @@ from operator import attrgetter
 
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.features.audit.notes import ClientNotes
+from etcd_users.audit_trail.notes import ClientNotes
 from etcd_users.features.engine.results import BATCH_MAX, LoopResults
-from etcd_users.features.watchers.state import ProcessWatchers
+from etcd_users.run_state.watchers import ProcessWatchers
 from etcd_users.session import Session
 from etcd_users.transport.errors import (
     INVALID_TOKEN_LABEL,

@@ -17,7 +17,7 @@ each listener of Locust's ``request`` event gets it:
   was.
 
 The puts a watcher user of the process waits for go along (``watch_acks``: revision and acknowledgement time). What a
-read is judged against goes into the audit's notes at once, on the loop thread (``etcd_users.features.audit.notes``).
+read is judged against goes into the audit's notes at once, on the loop thread (``etcd_users.audit_trail.notes``).
 
 ``flush()`` applies whatever waits now and returns the time before which every result has been applied: the plugin
 calls it when the users have stopped, before anything reads the run's figures, when spawning completes (before
@@ -44,8 +44,8 @@ from etcd_users.features.engine.locust_adapter import (
     log_batch,
     request_listeners,
 )
-from etcd_users.features.watchers.state import ProcessWatchers
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY, LatencyStore
+from etcd_users.run_state.watchers import ProcessWatchers
 from etcd_users.session import ProcessSession
 from etcd_users.transport.bridge import Bridge, bridge
 

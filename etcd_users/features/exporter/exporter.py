@@ -17,7 +17,7 @@ master already merges, never measured on the request path.
   ``judged_shape.JudgedShape``'s current level while a test runs), ``locust_etcd_sla_gate_passing{gate}`` (each
   ``--etcd-sla`` gate judged on the same window, 1 or 0, absent while the window holds no request) and
   ``locust_etcd_run_info{class,target,endpoints_count,version}``.
-- the watchers' figures since the test started, while any watcher ran (``etcd_users.features.watchers.tally``; on a
+- the watchers' figures since the test started, while any watcher ran (``etcd_users.run_state.watch_tally``; on a
   master, its workers' as they last reported them): ``locust_etcd_watchers`` (watchers etcd confirmed),
   ``locust_etcd_watch_events_total``, ``locust_etcd_watch_progress_notifications_total``,
   ``locust_etcd_watchers_cancelled_total{reason}`` (etcd's reason) and ``locust_etcd_watch_behind_revisions{quantile}``
@@ -54,13 +54,13 @@ from prometheus_client.utils import floatToGoString
 from etcd_users import hdr
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.features.gates import sla
-from etcd_users.features.shapes.judged import judged_shape
-from etcd_users.features.watchers.state import WatchTallies
-from etcd_users.features.watchers.tally import WatchTally, percentile
 from etcd_users.files import SERVICE
+from etcd_users.judging import sla
+from etcd_users.judging.judged import judged_shape
 from etcd_users.latency.recent import RecentSeconds, Window
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.run_state.watch_tally import WatchTally, percentile
+from etcd_users.run_state.watchers import WatchTallies
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger("etcd_users.reporting.exporter")  # the name users' log filters know

@@ -1,11 +1,9 @@
-"""The ``--etcd-sla`` gates: their options and grammar (``options``), each kind judged on its own figures (pure),
-and their hooks that judge them at a run's end and report them.
+"""The ``--etcd-sla`` gates: their options (``options``; the grammar and the kinds another feature judges too are
+shared, in ``etcd_users.judging``) and their hooks that judge them at a run's end and report them.
 
-- ``sla``: the gates on the run's exact latencies, error share and throughput, and the result every kind gives;
-- ``member_gates`` (``member:``), ``stale_gates`` (``stale:``), ``disruption_gates`` (``disrupt:``);
-- ``level_verdicts``: a load shape's level judged on its own window, with the keep-up rule;
-- ``hooks`` and ``verdicts``: judged at quitting, written (``junit``, ``step_summary``) and printed; ``state``: the
-  results on the run's context; ``worker_watch``: the workers lost.
+- ``stale_gates`` (``stale:``): judged on the audit's staleness (pure);
+- ``hooks`` and ``verdicts``: judged at quitting, written (``etcd_users.judging.junit``, ``step_summary``) and
+  printed, the results on the run's context (``etcd_users.run_state.gate_state``); ``worker_watch``: the workers lost.
 """
 
 from etcd_users.core.features import Feature
@@ -16,5 +14,4 @@ FEATURE = Feature(
     GateSettings,
     hooks="hooks:GatesRun",
     docs="pipelines.md",
-    public=("disruption_gates", "junit", "level_verdicts", "options", "sla", "state"),
 )

@@ -10,17 +10,17 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 import logging
 
+from etcd_users.audit_trail.record import AuditState
 from etcd_users.core.exit_code import ExitVerdict
 from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.features.audit.record import AuditState
-from etcd_users.features.disruptions.state import DisruptionWindows
-from etcd_users.features.gates.state import GateState
 from etcd_users.features.gates.verdicts import GateVerdicts
 from etcd_users.features.gates.worker_watch import WorkerWatch
-from etcd_users.features.monitoring.state import MembersSeen
-from etcd_users.features.shapes.judged import judged_shape
+from etcd_users.judging.judged import judged_shape
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.members.seen import MembersSeen
+from etcd_users.run_state.disruption_windows import DisruptionWindows
+from etcd_users.run_state.gate_state import GateState
 
 logger = logging.getLogger(RUN_LOGGER)
 

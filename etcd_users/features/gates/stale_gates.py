@@ -1,7 +1,7 @@
 """``stale:`` gates (``--etcd-sla``): how far behind the serializable reads were, judged on the worst member. Pure.
 
 ``stale:p99<100ms`` reads the milliseconds behind, ``stale:revisions:p99<50`` the revisions behind, from each member's
-histograms (``etcd_users.features.audit.staleness``). A run without a measured serializable read fails the gate ("no
+histograms (``etcd_users.audit_trail.staleness``). A run without a measured serializable read fails the gate ("no
 figure"): an unmeasured cluster must not pass.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from etcd_users import hdr
-from etcd_users.features.audit.staleness import MemberStaleness
-from etcd_users.features.gates.options import LATENCY_UNITS, OPERATORS, STALE_REVISIONS, Gate
-from etcd_users.features.gates.sla import DECIMALS, Result
+from etcd_users.audit_trail.staleness import MemberStaleness
+from etcd_users.judging.sla import DECIMALS, Result
+from etcd_users.judging.sla_specs import LATENCY_UNITS, OPERATORS, STALE_REVISIONS, Gate
 
 
 def judge(gates: Sequence[Gate], members: dict[str, MemberStaleness]) -> list[Result]:

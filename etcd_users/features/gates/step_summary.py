@@ -2,8 +2,8 @@
 
 GitHub sets ``GITHUB_STEP_SUMMARY`` to a file per step and shows what the step appended to it on the run's summary
 page. At the end of a run the master (or the single process) appends: a heading with the verdict, the exact latency
-table of the end of the run (``end_of_run.table_cells``: the figures of ``PREFIX_latency.csv``, in ms to the
-microsecond), the ``--etcd-sla`` gates with their measured values, and a shape's per-level verdicts when its record
+table of the end of the run (``etcd_users.latency.table.table_cells``: the figures of ``PREFIX_latency.csv``, in ms to
+the microsecond), the ``--etcd-sla`` gates with their measured values, and a shape's per-level verdicts when its record
 has them. Workers append nothing. ``markdown`` is pure.
 """
 
@@ -13,11 +13,11 @@ import logging
 import os
 from collections.abc import Sequence
 
-from etcd_users.features.gates.options import Gate
-from etcd_users.features.gates.sla import Result
-from etcd_users.features.latency.end_of_run import COLUMNS, TITLE, table_cells
 from etcd_users.files import AGGREGATED
+from etcd_users.judging.sla import Result
+from etcd_users.judging.sla_specs import Gate
 from etcd_users.latency.store import LatencyRow
+from etcd_users.latency.table import COLUMNS, TITLE, table_cells
 
 logger = logging.getLogger("etcd_users.reporting.step_summary")  # the name users' log filters know
 

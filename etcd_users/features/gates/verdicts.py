@@ -11,16 +11,17 @@ import locust  # noqa: F401  (gevent's monkey patching must come first)
 import os
 import time
 
+from etcd_users.audit_trail.staleness import MemberStaleness
 from etcd_users.core.exit_code import ExitVerdict
-from etcd_users.features.audit.staleness import MemberStaleness
-from etcd_users.features.gates import disruption_gates as disruptions
-from etcd_users.features.gates import junit, member_gates, sla, stale_gates, step_summary
-from etcd_users.features.gates.options import disruption_gates, request_gates
-from etcd_users.features.gates.options import member_gates as on_members
-from etcd_users.features.gates.options import stale_gates as on_staleness
-from etcd_users.features.monitoring.member_figures import member_figures
-from etcd_users.features.shapes.judged import JudgedShape
+from etcd_users.features.gates import stale_gates, step_summary
+from etcd_users.judging import disruption_gates as disruptions
+from etcd_users.judging import junit, member_gates, sla
+from etcd_users.judging.judged import JudgedShape
+from etcd_users.judging.sla_specs import disruption_gates, request_gates
+from etcd_users.judging.sla_specs import member_gates as on_members
+from etcd_users.judging.sla_specs import stale_gates as on_staleness
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.members.member_figures import member_figures
 from etcd_users.settings import EtcdSettings
 
 

@@ -17,11 +17,11 @@ import gevent
 
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.features.gates.options import Gate
-from etcd_users.features.gates.sla import Result
-from etcd_users.features.gates.state import GateState
-from etcd_users.features.monitoring import lost_workers
-from etcd_users.features.monitoring.lost_workers import WORKERS, LostWorker
+from etcd_users.judging.sla import Result
+from etcd_users.judging.sla_specs import Gate
+from etcd_users.members import lost_workers
+from etcd_users.members.lost_workers import WORKERS, LostWorker
+from etcd_users.run_state.gate_state import GateState
 
 logger = logging.getLogger("etcd_users.reporting.worker_watch")  # the name users' log filters know
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary

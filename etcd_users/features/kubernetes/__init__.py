@@ -1,5 +1,6 @@
-"""Kubernetes-shaped traffic: kube-apiserver's calls to etcd (``client``), its key layout and the workload's choices
-(``layout``, pure), and what a run does around them on the master (``run``: the objects written first, compaction).
+"""Kubernetes-shaped traffic: its users (``users``: kube-apiserver's traffic, the kubelets' heartbeats),
+kube-apiserver's calls to etcd (``client``), its key layout and the workload's choices (``layout``, pure), and what a
+run does around them on the master (``run``: the objects written first, compaction).
 """
 
 from etcd_users.core.features import Feature
@@ -10,5 +11,6 @@ FEATURE = Feature(
     KubeSettings,
     hooks="run:KubernetesRun",
     docs="workloads.md",
-    public=("client", "layout"),
+    users=("users:EtcdKubernetesUser", "users:EtcdKubernetesNodeUser"),
+    public=("users",),
 )

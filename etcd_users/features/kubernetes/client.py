@@ -36,17 +36,17 @@ from etcd_users.features.kubernetes.layout import (
     ObjectPool,
     Resource,
     ValueSource,
-    WatchLatencies,
     WeightedChoice,
     choose_write,
     resources_by_count,
     spread_schedule,
 )
-from etcd_users.features.workload.client import REQUEST_TYPE, EtcdClient
+from etcd_users.run_state.watch_latencies import WatchLatencies
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import Connection, EndpointPool
 from etcd_users.transport.streams import ResumingStreams
 from etcd_users.transport.watch_counts import WatchCounts
+from etcd_users.user_base.client import REQUEST_TYPE, EtcdClient
 
 logger = logging.getLogger("etcd_users.kubernetes.client")  # the name users' log filters know
 

@@ -22,13 +22,13 @@ from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.kubernetes.client import close_states, list_keys
 from etcd_users.features.kubernetes.layout import NODE_LEASE_BYTES, Layout, ValueSource
-from etcd_users.features.target_cluster.cluster import TargetCluster
-from etcd_users.features.workload.client import KeyOutsidePrefixError
 from etcd_users.settings import EtcdSettings
+from etcd_users.target.cluster import TargetCluster
 from etcd_users.transport import compaction
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import EndpointPool
 from etcd_users.transport.probe import with_probe
+from etcd_users.user_base.client import KeyOutsidePrefixError
 from etcd_users.workload_model.preparation import KUBERNETES, Preparation
 
 logger = logging.getLogger("etcd_users.kubernetes.run")  # the name users' log filters know

@@ -4,6 +4,4 @@ written), ``final_stats`` (Locust's CSVs completed). The store itself is shared:
 
 from etcd_users.core.features import Feature
 
-FEATURE = Feature(
-    "exact latencies", hooks="hooks:LatencyHooks", docs="analysis.md", etcd_only=False, public=("end_of_run",)
-)
+FEATURE = Feature("exact latencies", hooks="hooks:LatencyHooks", docs="analysis.md", etcd_only=False)

@@ -15,21 +15,14 @@ import os
 from collections.abc import Sequence
 
 from etcd_users.features.latency import final_stats
-from etcd_users.features.monitoring import breach
-from etcd_users.files import AGGREGATED, SERVICE, SUFFIXES
+from etcd_users.files import SUFFIXES
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
+from etcd_users.latency.table import table_lines
+from etcd_users.members.breach_files import capture_file
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
-# the HDR histograms' 3 significant digits: buckets 1 µs wide below 2.048 ms, 32 µs near 40 ms (etcd_users.hdr)
-TITLE = (
-    "Exact response times in ms (HDR histograms, 3 significant digits: to the µs below 2 ms; "
-    "Locust's own tables round to whole ms)"
-)
-COLUMNS = ("# reqs", "# fails", "P50", "P90", "P99", "P99.9", "Max")
-TYPE_WIDTH = 8  # at least, as Locust's tables
-NUMBER_WIDTH = 10
 # the files of a run in the order a reader wants them: the exact latency, Locust's, the members', the clients', the
 # summary of them all
 FILE_ORDER = (
@@ -39,45 +32,6 @@ FILE_ORDER = (
     *("staleness", "skew", "tail"),
     "summary",
 )
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def table_lines(rows: Sequence[LatencyRow]) -> list[str]:
-    """The table, one line per row of ``LatencyRecorder.snapshot()``, the Aggregated row under a rule; [] when no
-    request was made."""
-    if not any(row.count for row in rows):
-        return []
-    type_width = max(TYPE_WIDTH, *(len(row.type) for row in rows))
-    name_width = max(len("Name"), *(len(row.name) for row in rows))
-    series_width = max(len("Series"), *(len(row.series) for row in rows))
-
-    def line(type_: str, name: str, series: str, cells: Sequence[str]) -> str:
-        numbers = "".join(f"{cell:>{NUMBER_WIDTH}}" for cell in cells)
-        return f"{type_:<{type_width}} {name:<{name_width}}  {series:<{series_width}}{numbers}".rstrip()
-
-    header = line("Type", "Name", "Series", COLUMNS)
-    rule = "-" * len(header)
-    lines = [TITLE, header, rule]
-    for row, cells in table_cells(rows):
-        if (row.type, row.name) == ("", AGGREGATED):
-            lines.append(rule)
-        lines.append(line(row.type, row.name, row.series, cells))
-    return lines
-
-
-def table_cells(rows: Sequence[LatencyRow]) -> list[tuple[LatencyRow, tuple[str, ...]]]:
-    """The table's rows in order with their ``COLUMNS`` cells: each name's service time, then its intended latency;
-    the Aggregated row last (also the Markdown table of ``step_summary``)."""
-    order = sorted(
-        rows, key=lambda row: ((row.type, row.name) == ("", AGGREGATED), row.type, row.name, row.series != SERVICE)
-    )
-    return [
-        (row, (str(row.count), str(row.failures), *map(_ms, (row.p50, row.p90, row.p99, row.p999, row.max_ms))))
-        for row in order
-    ]
 
 
 def run_files(prefix: str | None, extra: Sequence[str | None] = (), since: float = 0.0) -> list[str]:
@@ -118,5 +72,5 @@ def at_quit(environment, recorder: LatencyRecorder, junit_path: str | None, sinc
     json_file = getattr(options, "json_file", None)
     prefix = getattr(options, "csv_prefix", None)
     reports = (getattr(options, "html_file", None), f"{json_file}.json" if json_file else None)
-    reports += (breach.capture_file(prefix) if prefix else None, junit_path)  # the capture's directory: its files
+    reports += (capture_file(prefix) if prefix else None, junit_path)  # the capture's directory: its files
     print_summary(recorder.snapshot(), run_files(prefix, reports, since=since))

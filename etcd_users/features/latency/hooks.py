@@ -5,7 +5,7 @@ written its own, prints the exact table and lists the run's files."""
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
 from etcd_users.features.latency import end_of_run, final_stats
-from etcd_users.features.shapes.judged import judged_shape
+from etcd_users.judging.judged import judged_shape
 from etcd_users.latency.client_cpu import ClientCpu
 from etcd_users.latency.recorder import LatencyRecorder
 

@@ -1,12 +1,9 @@
-"""The members and the workers as a run finds them, apart from the load's own figures.
+"""The members during a run, apart from the load's own figures (what other features read of them is shared, in
+``etcd_users.members``: the pre-flight, their /metrics, their figures, the workers lost, the members found).
 
-- ``preflight``: each member's version, db size against quota and WAL fsync P99 before the load starts;
-- ``server_metrics``: every member's /metrics polled during the run into ``PREFIX_etcd_metrics.csv``; ``buckets``:
-  etcd's Prometheus histograms; ``member_figures``: the members' figures over a span, worst member first;
 - ``space``: the db against its quota, etcd's NOSPACE alarm; ``breach``: the members' profiles when a gate first
   fails;
-- ``during_run``: the master's watch over the members during one run (``RunMonitoring``);
-- ``lost_workers``: workers lost during a run, in words and in the summary's terms.
+- ``during_run``: the master's watch over the members during one run (``RunMonitoring``).
 
 The hooks that start them are ``etcd_users.features.monitoring.hooks`` and ``etcd_users.features.gates.worker_watch``.
 """
@@ -19,14 +16,4 @@ FEATURE = Feature(
     MonitoringSettings,
     hooks="hooks:MembersWatch",
     docs="faults.md",
-    public=(
-        "breach",
-        "lost_workers",
-        "member_figures",
-        "member_list",
-        "member_lookups",
-        "preflight",
-        "server_metrics",
-        "state",
-    ),
 )

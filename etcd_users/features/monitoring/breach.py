@@ -24,8 +24,9 @@ from pathlib import Path
 
 import gevent
 
-from etcd_users.features.monitoring.server_metrics import describe_error, member_urls, one_line, ssl_context
-from etcd_users.files import BREACH_CAPTURE, BREACH_DIRECTORY_SUFFIX, BREACH_FILES
+from etcd_users.files import BREACH_CAPTURE, BREACH_FILES
+from etcd_users.members.breach_files import capture_directory
+from etcd_users.members.server_metrics import describe_error, member_urls, one_line, ssl_context
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger("etcd_users.monitoring.breach")  # the name users' log filters know
@@ -41,15 +42,6 @@ def member_directory(endpoint_url: str) -> str:
     """``http://127.0.0.1:2379`` -> ``127.0.0.1_2379``: the member's host and port, safe as a file name anywhere."""
     parts = urllib.parse.urlsplit(endpoint_url)
     return _UNSAFE.sub("_", (parts.netloc or endpoint_url).replace("[", "").replace("]", "")).lstrip(".") or "member"
-
-
-def capture_directory(prefix: str) -> Path:
-    return Path(prefix + BREACH_DIRECTORY_SUFFIX)
-
-
-def capture_file(prefix: str) -> str:
-    """``PREFIX_breach/capture.json``: what a capture took, and where."""
-    return str(capture_directory(prefix) / BREACH_CAPTURE)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@
 import logging
 from dataclasses import dataclass
 
-from etcd_users.features.monitoring import breach, server_metrics, space
+from etcd_users.features.monitoring import breach, space
+from etcd_users.members import server_metrics
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport import compaction
 

@@ -12,11 +12,12 @@ import logging
 
 from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
 from etcd_users.core.run_context import RunContext, run_context
-from etcd_users.features.monitoring import breach, preflight
+from etcd_users.features.monitoring import breach
 from etcd_users.features.monitoring.during_run import RunMonitoring
-from etcd_users.features.monitoring.state import MembersSeen
-from etcd_users.features.target_cluster.cluster import TargetCluster
+from etcd_users.members import preflight
+from etcd_users.members.seen import MembersSeen
 from etcd_users.settings import EtcdSettings
+from etcd_users.target.cluster import TargetCluster
 from etcd_users.transport.probe import with_probe
 
 logger = logging.getLogger(RUN_LOGGER)

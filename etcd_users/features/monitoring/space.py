@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.features.monitoring.preflight import format_bytes
-from etcd_users.features.monitoring.server_metrics import DB_SIZE, QUOTA, Scrape
+from etcd_users.members.preflight import format_bytes
+from etcd_users.members.server_metrics import DB_SIZE, QUOTA, Scrape
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import EndpointError, error_label
 from etcd_users.transport.pool import EndpointPool

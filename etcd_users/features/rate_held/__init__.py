@@ -2,4 +2,4 @@
 
 from etcd_users.core.features import Feature
 
-FEATURE = Feature("rate held", hooks="hooks:RateShortfall", docs="workloads.md", public=("hooks",))
+FEATURE = Feature("rate held", hooks="hooks:RateShortfall", docs="workloads.md")

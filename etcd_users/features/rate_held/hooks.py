@@ -12,7 +12,6 @@ shape's own per-level verdicts. ``RateShortfall`` is a feature's hooks, whose li
 """
 
 import logging
-import math
 import time
 from typing import NamedTuple
 
@@ -25,12 +24,11 @@ from etcd_users.files import CLIENT_BOUND_PCT, INTENDED, SERVICE
 from etcd_users.latency.client_cpu import ClientCpu, Row, busiest
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import Key
+from etcd_users.latency.user_rate import users_at_rate, whole_seconds
 
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary
 
 HELD_SHARE = 0.9  # achieved below this share of the planned rate: not held
-# a User class that does not send at --etcd-user-rate (watchers, the kubelets' heartbeats)
-FOLLOWS_USER_RATE = "follows_user_rate"
 
 
 class Shortfall(NamedTuple):
@@ -91,19 +89,6 @@ def shortfall_line(shortfall: Shortfall) -> str:
         f"schedule fell {shortfall.behind_s:.1f} s behind (intended P50 {_ms(shortfall.intended_p50_ms)}, service "
         f"P50 {_ms(shortfall.service_p50_ms)}); short: {short_side(shortfall)}"
     )
-
-
-def users_at_rate(environment, runner) -> int:
-    """The users that send at ``--etcd-user-rate``, as the runner counts them once spawned."""
-    classes = {user_class.__name__: user_class for user_class in environment.user_classes or ()}
-    counts = getattr(runner, "target_user_classes_count", {}) or {}
-    return sum(count for name, count in counts.items() if getattr(classes.get(name), FOLLOWS_USER_RATE, False))
-
-
-def whole_seconds(start: float, end: float) -> range:
-    """The whole unix seconds [T, T+1) inside [start, end)."""
-    first = math.ceil(start)
-    return range(first, max(first, math.floor(end)))
 
 
 class RateShortfall(FeatureHooks):

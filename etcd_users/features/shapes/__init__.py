@@ -9,8 +9,9 @@
   capacity under the gates.
 
 Shared, abstract: ``options`` (the ``--shape-*`` options), ``plan`` (levels, pure logic), ``timeline`` (each level
-with what happened to it), ``judging`` (each level's live verdict), ``record`` (``PREFIX_shape.json``), ``base``
-(``PlannedShape``, which ticks and delegates to them) and ``judged`` (``JudgedShape``: what the tool calls on one).
+with what happened to it), ``judging`` (each level's live verdict), ``record`` (``PREFIX_shape.json``) and ``base``
+(``PlannedShape``, which ticks and delegates to them); ``JudgedShape``, what the tool calls on one, and a shape's
+``Level`` are shared (``etcd_users.judging``).
 Example: ``locust -f locustfile.py,shapes/step_spike.py --etcd-user-rate 10``.
 """
 
@@ -23,5 +24,5 @@ FEATURE = Feature(
     hooks="hooks:ShapeHooks",
     docs="shapes.md",
     etcd_only=False,
-    public=("judged", "step_spike", "ladder", "sine", "capacity"),
+    public=("step_spike", "ladder", "sine", "capacity"),
 )

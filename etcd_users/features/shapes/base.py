@@ -32,12 +32,12 @@ from abc import abstractmethod
 from collections.abc import Callable
 
 from etcd_users.core.exit_code import ExitVerdict
-from etcd_users.features.gates.level_verdicts import FAIL, LevelVerdict
 from etcd_users.features.shapes.judging import LiveJudge, live_judge
 from etcd_users.features.shapes.options import SettingsError, ShapeSettings
 from etcd_users.features.shapes.plan import Level, format_plan, plan_duration
 from etcd_users.features.shapes.record import record_path, shape_record, write_json
 from etcd_users.features.shapes.timeline import ErrorCounts, Timeline
+from etcd_users.judging.level_verdicts import FAIL, LevelVerdict
 from etcd_users.latency.recorder import LatencyRecorder
 
 logger = logging.getLogger("etcd_users.shapes.base")  # the name users' log filters know

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from etcd_users.core.exit_code import SLA_EXIT_CODE, ExitVerdict
-from etcd_users.features.gates.level_verdicts import KEEP_UP, PASS, LevelVerdict
-from etcd_users.features.gates.options import parse_gates, request_gates
 from etcd_users.features.shapes.base import EXTENDED, FINISH, HOLD, PlannedShape
 from etcd_users.features.shapes.options import ShapeSettings
 from etcd_users.features.shapes.plan import Level, probe_level, search_plan, users_for_qps
 from etcd_users.features.shapes.record import write_json
 from etcd_users.files import SUFFIXES
+from etcd_users.judging.level_verdicts import KEEP_UP, PASS, LevelVerdict
+from etcd_users.judging.sla_specs import parse_gates, request_gates
 from etcd_users.settings import SettingsError
 
 logger = logging.getLogger("shapes.capacity")  # loaded by path, the module is not named so

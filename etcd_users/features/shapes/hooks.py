@@ -4,9 +4,9 @@ the members' side of a breach), its own options checked where the tool's are not
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.features import has_etcd_options
 from etcd_users.core.run_context import run_context
-from etcd_users.features.monitoring.state import MembersSeen
-from etcd_users.features.shapes.judged import check_on_init, judged_shape, judged_shapes
+from etcd_users.judging.judged import check_on_init, judged_shape, judged_shapes
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.members.seen import MembersSeen
 
 
 class ShapeHooks(FeatureHooks):

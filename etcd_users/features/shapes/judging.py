@@ -6,7 +6,7 @@ master merges (the workers' reports, or its own recorded seconds) also goes into
 closes, and it is judged once every request made before its end is in: at once on a single process; on a master
 once each worker has sent a report made after the end (they report every 3 s), or after ``WAIT_S`` without one (a
 slow or lost worker: judged on what came). The window is then forgotten. Verdicts use the rules of
-``analysis.levels`` (``etcd_users.features.gates.level_verdicts``), so the analysis prints the same ones afterwards.
+``analysis.levels`` (``etcd_users.judging.level_verdicts``), so the analysis prints the same ones afterwards.
 
 Warm-up levels are not judged, nor levels whose users were never all running.
 """
@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 import gevent
 
-from etcd_users.features.gates.level_verdicts import LevelVerdict, judge_level, window_measurements
-from etcd_users.features.gates.options import Gate, SlaError, member_gates, parse_gates, request_gates
-from etcd_users.features.monitoring.member_figures import member_figures
+from etcd_users.judging.level_verdicts import LevelVerdict, judge_level, window_measurements
+from etcd_users.judging.sla_specs import Gate, SlaError, member_gates, parse_gates, request_gates
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.members.member_figures import member_figures
 
 logger = logging.getLogger("etcd_users.shapes.judging")  # the name users' log filters know
 

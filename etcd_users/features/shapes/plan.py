@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from etcd_users.core.arguments import shown
 from etcd_users.features.shapes.options import MAX_LEVELS, MAX_SECONDS, MAX_USERS, SettingsError, ShapeSettings
+from etcd_users.judging.levels import Level
 
 RAMP_FRACTION = 0.1
 """Share of a level within which its user count is reached."""
@@ -30,27 +31,6 @@ SPIKE_RAMP_S = 1.0
 """A spike reaches its users within its first second."""
 MIN_LEVEL_S = 1.0
 """Shortest scaled level: Locust's shape worker ticks about once a second."""
-
-
-@dataclass(frozen=True)
-class Level:
-    """One constant-load stretch of a plan, in seconds from the start of the run."""
-
-    name: str
-    start_s: float
-    end_s: float
-    users: int
-    qps: float | None
-    """Target QPS, or None for a closed-loop level (users only)."""
-    spawn_rate: float
-    warmup: bool = False
-
-    @property
-    def duration_s(self) -> float:
-        return self.end_s - self.start_s
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

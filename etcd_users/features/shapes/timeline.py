@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from etcd_users.features.gates.level_verdicts import LevelVerdict
 from etcd_users.features.shapes.plan import Level, level_index_at
+from etcd_users.judging.level_verdicts import LevelVerdict
 
 RECORDED_ERRORS = 20
 """The most frequent failure labels kept per level in the record."""

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from etcd_users.core.declare import OptionGroup, option
-from etcd_users.features.gates.options import parse_report_path
+from etcd_users.judging.sla_specs import parse_report_path
 
 
 def _perfdash(flag: str, path: str) -> str:

@@ -27,16 +27,16 @@ import grpc
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.features import option_groups
 from etcd_users.core.run_context import run_context
-from etcd_users.features.gates.sla import Result
-from etcd_users.features.gates.state import GateState
-from etcd_users.features.monitoring.member_figures import member_figures
-from etcd_users.features.monitoring.preflight import MemberReport
-from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.features.summary.options import SummarySettings
-from etcd_users.features.watchers.state import WatchTallies
 from etcd_users.files import AGGREGATED, SECRET_SHOWN, SERVICE, SUFFIXES, SUMMARY_SCHEMA_VERSION
+from etcd_users.judging.sla import Result
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
+from etcd_users.members.member_figures import member_figures
+from etcd_users.members.preflight import MemberReport
+from etcd_users.members.seen import MembersSeen
+from etcd_users.run_state.gate_state import GateState
+from etcd_users.run_state.watchers import WatchTallies
 from etcd_users.settings import SettingsError
 
 logger = logging.getLogger("etcd_users.reporting.summary")  # the name users' log filters know

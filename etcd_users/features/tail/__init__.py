@@ -19,5 +19,5 @@ FEATURE = Feature(
     TailSettings,
     hooks="hooks:TailHooks",
     docs="tail.md",
-    public=("attribution", "events", "member_signals", "scrape"),
+    public=("events", "member_signals", "scrape"),
 )

@@ -17,8 +17,6 @@ import time
 
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import run_context
-from etcd_users.features.disruptions.state import DisruptionWindows
-from etcd_users.features.monitoring.state import MembersSeen
 from etcd_users.features.tail import attribution, live_tab
 from etcd_users.features.tail.client_signals import ClientSignals
 from etcd_users.features.tail.events import DISRUPTION, Event, clock
@@ -27,6 +25,8 @@ from etcd_users.features.tail.seconds import SecondsKept
 from etcd_users.files import CLIENT_BOUND_PCT, LOCAL_PROCESS, MASTER_PROCESS, SUFFIXES
 from etcd_users.latency.client_cpu import ClientCpu, Row
 from etcd_users.latency.recorder import LatencyRecorder
+from etcd_users.members.seen import MembersSeen
+from etcd_users.run_state.disruption_windows import DisruptionWindows
 
 logger = logging.getLogger(__name__)
 _console = logging.getLogger("locust.stats_logger")  # where Locust prints its summary and the exact table

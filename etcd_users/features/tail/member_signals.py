@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from etcd_users.features.monitoring.server_metrics import interval_p99_ms
 from etcd_users.features.tail.events import Event, clock
+from etcd_users.members.server_metrics import interval_p99_ms
 
 GRPC_STARTED = "grpc_server_started_total"
 FSYNC = "etcd_disk_wal_fsync_duration_seconds"

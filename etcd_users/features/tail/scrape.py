@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 
 import gevent
 
-from etcd_users.features.monitoring.server_metrics import describe_error, member_urls, ssl_context
 from etcd_users.features.tail.events import Event, clock
 from etcd_users.features.tail.member_signals import Reading, Sample, between, read_page
+from etcd_users.members.server_metrics import describe_error, member_urls, ssl_context
 
 logger = logging.getLogger(__name__)
 

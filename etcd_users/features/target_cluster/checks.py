@@ -6,12 +6,13 @@ endpoints (a local etcd starts for a run without them), then what needs the clus
 import locust  # noqa: F401  (gevent's monkey patching must come first)
 
 from etcd_users import open_files
+from etcd_users.core import features
+from etcd_users.core.declare import read
 from etcd_users.core.user_classes import no_class_message, no_class_named
-from etcd_users.features.gates import junit
-from etcd_users.features.gates.options import GateSettings
-from etcd_users.features.shapes.judged import judged_shape
-from etcd_users.features.target_cluster.cluster import TargetCluster, check_prefix_free
+from etcd_users.judging import junit
+from etcd_users.judging.judged import judged_shape
 from etcd_users.settings import EtcdSettings, SettingsError
+from etcd_users.target.cluster import TargetCluster, check_prefix_free
 
 
 def checked_settings(environment, target: TargetCluster, open_files_limit: int) -> EtcdSettings:
@@ -27,7 +28,8 @@ def checked_settings(environment, target: TargetCluster, open_files_limit: int) 
         error = shape.options_error(options)
         if error:
             raise SettingsError(error)
-    junit_path = GateSettings.read_one(options, "junit")
+    # the gates' option, read as their group reads it (the gates are a feature of their own)
+    junit_path = read(next(declared for declared in features.OPTIONS if declared.flag == "--etcd-junit"), options)
     if junit_path:
         junit.check_path(junit_path)  # now, not after the run, and before a local etcd starts
     settings = target.settings(options)

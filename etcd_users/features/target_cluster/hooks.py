@@ -13,10 +13,10 @@ from etcd_users.core.feature_hooks import RUN_LOGGER, FeatureHooks
 from etcd_users.core.features import has_etcd_options
 from etcd_users.core.run_context import run_context
 from etcd_users.features.target_cluster.checks import checked_settings
-from etcd_users.features.target_cluster.cluster import TargetCluster, delete_prefix
 from etcd_users.local import ClusterError
 from etcd_users.session import ProcessSession
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
+from etcd_users.target.cluster import TargetCluster, delete_prefix
 from etcd_users.transport import bridge
 from etcd_users.transport.errors import EndpointError
 

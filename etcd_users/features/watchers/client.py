@@ -12,12 +12,12 @@ import gevent
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.core.run_context import run_context
-from etcd_users.features.watchers.state import ProcessWatchers
 from etcd_users.features.watchers.streams import PrefixWatchers
-from etcd_users.features.workload.client import REQUEST_TYPE, EtcdClient
+from etcd_users.run_state.watchers import ProcessWatchers
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import Connection
+from etcd_users.user_base.client import REQUEST_TYPE, EtcdClient
 from etcd_users.workload_model.keys import prefix_range_end
 
 NAME = "watch/event"

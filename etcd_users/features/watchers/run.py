@@ -15,9 +15,9 @@ import gevent
 
 from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.run_context import RunContext, run_context
-from etcd_users.features.watchers.state import ProcessWatchers, WatchTallies
-from etcd_users.features.watchers.tally import WatchTally
 from etcd_users.latency.client_cpu import cpu_percent, run_queue_wait
+from etcd_users.run_state.watch_tally import WatchTally
+from etcd_users.run_state.watchers import ProcessWatchers, WatchTallies
 from etcd_users.transport import bridge as bridges
 
 logger = logging.getLogger("etcd_users.watchers.run")  # the name users' log filters know

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from etcd3.etcdrpc import kv_pb2, rpc_pb2
 
-from etcd_users.features.watchers.state import ProcessWatchers
-from etcd_users.features.watchers.tally import bucket, cancel_label
+from etcd_users.run_state.watch_tally import bucket, cancel_label
+from etcd_users.run_state.watchers import ProcessWatchers
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.streams import ResumingStreams
 from etcd_users.transport.watch_counts import WatchCounts

@@ -2,10 +2,10 @@
 receives requests, and the leader changes it has seen since the run started.
 
 - the members: the endpoints given; with a schedule that changes the membership (``--etcd-disrupt`` add-learner,
-  promote, remove), as etcd lists them every second (``monitoring.member_list``), followed as the pools follow them
+  promote, remove), as etcd lists them every second (``members.member_list``), followed as the pools follow them
   (``transport.membership.listed``): a learner added appears, a member removed goes;
 - the role: from each member's /metrics (``etcd_server_is_leader``, ``etcd_server_has_leader``), each member looked
-  up on its own (``monitoring.member_lookups``): one that does not answer is said so once its look-up has waited
+  up on its own (``members.member_lookups``): one that does not answer is said so once its look-up has waited
   ``ANSWER_DUE_S``, or as soon as this process's users' pool left it out, without holding up the others' rows;
 - whether it receives requests: this process's users' pool says (the members it rotates over, the leader, those left
   out until they answer); a master, whose users are its workers', says what those pools do: a learner and a member
@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from etcd_users.features.monitoring import server_metrics
-from etcd_users.features.monitoring.member_list import MemberListWatch
-from etcd_users.features.monitoring.member_lookups import ANSWER_DUE_S, Lookup, MemberLookups
+from etcd_users.members import server_metrics
+from etcd_users.members.member_list import MemberListWatch
+from etcd_users.members.member_lookups import ANSWER_DUE_S, Lookup, MemberLookups
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport import membership
 from etcd_users.transport.membership import Listed

@@ -11,7 +11,7 @@
   every window whose cost is known. A gate is ``WAITING`` until there is something to judge it on: before the run
   starts, while nothing it reads was measured, while its window waits or is measured; once the run is over it is
   judged as the run's verdict judges it;
-- "etcd watchers": the watchers' figures so far (``etcd_users.features.watchers.tally``): watchers, events and their
+- "etcd watchers": the watchers' figures so far (``etcd_users.run_state.watch_tally``): watchers, events and their
   rate, progress notifications, how many revisions behind, cancellations by etcd's reason, whether the client kept up;
   on a master, its workers' as they last reported them (every 3 s). A watcher-only run (``EtcdWatcherUser``) counts no
   request, so Locust's own table stays empty: this tab is where it shows;
@@ -51,21 +51,21 @@ from etcd_users.core.feature_hooks import FeatureHooks
 from etcd_users.core.features import OPTIONS
 from etcd_users.core.run_context import run_context
 from etcd_users.core.user_classes import DEFAULT_CLASS, USER_CLASSES_DEST
-from etcd_users.features.disruptions.cost import Cost, describe
-from etcd_users.features.disruptions.state import DisruptionWindows
-from etcd_users.features.gates import disruption_gates, sla
-from etcd_users.features.gates.options import Gate
-from etcd_users.features.monitoring.state import MembersSeen
-from etcd_users.features.shapes.judged import judged_shape
-from etcd_users.features.target_cluster.cluster import TargetCluster
-from etcd_users.features.watchers.state import WatchTallies
-from etcd_users.features.watchers.tally import WatchTally, percentile
 from etcd_users.features.webui.endpoints_tab import EndpointsTab
+from etcd_users.judging import disruption_gates, sla
+from etcd_users.judging.disruption_cost import Cost, describe
+from etcd_users.judging.judged import judged_shape
+from etcd_users.judging.sla_specs import Gate
 from etcd_users.latency.recorder import LatencyRecorder
 from etcd_users.latency.store import LatencyRow
 from etcd_users.latency.writer import write_summary_csv
+from etcd_users.members.seen import MembersSeen
+from etcd_users.run_state.disruption_windows import DisruptionWindows
+from etcd_users.run_state.watch_tally import WatchTally, percentile
+from etcd_users.run_state.watchers import WatchTallies
 from etcd_users.session import ProcessSession
 from etcd_users.settings import EtcdSettings
+from etcd_users.target.cluster import TargetCluster
 
 logger = logging.getLogger("etcd_users.reporting.webui")  # the name users' log filters know
 

@@ -1,5 +1,6 @@
-"""The workload and its keys: the options every ready workload reads (``etcd_users.settings.workload``) and the
-puts per key counted from the keys' versions at the run's start and stop (``key_skew``, ``PREFIX_skew.json``)."""
+"""The workload and its keys: the options every ready workload reads (``etcd_users.settings.workload``), the lease
+workload (``users``), YCSB's operations (``ycsb_client``) and the puts per key counted from the keys' versions at the
+run's start and stop (``key_skew``, ``PREFIX_skew.json``). The users' client is shared: ``etcd_users.user_base``."""
 
 from etcd_users.core.features import Feature
 from etcd_users.settings import WorkloadSettings
@@ -9,5 +10,6 @@ FEATURE = Feature(
     WorkloadSettings,
     hooks="key_skew:KeySkew",
     docs="workloads.md",
-    public=("client", "ycsb_client"),
+    users=("users:EtcdLeaseUser",),
+    public=("users", "ycsb_client"),
 )

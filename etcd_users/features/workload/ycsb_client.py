@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.features.workload.client import EtcdClient
+from etcd_users.user_base.client import EtcdClient
 from etcd_users.workload_model import ycsb
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import gevent
 
-from etcd_users.features.monitoring.server_metrics import Scrape, Scraper
+from etcd_users.members.server_metrics import Scrape, Scraper
 
 INTERVAL_S = 1.0
 ANSWER_DUE_S = 1.0

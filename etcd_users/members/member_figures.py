@@ -23,8 +23,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from etcd_users.features.monitoring.buckets import Buckets, bucket_delta, histogram_quantile, parse_buckets
 from etcd_users.files import SUMMARY_MEMBER_FIGURES
+from etcd_users.members.buckets import Buckets, bucket_delta, histogram_quantile, parse_buckets
 
 # figure -> (the buckets' column, the per-interval P99 column of older files)
 _HISTOGRAM_FIGURES = {

@@ -12,7 +12,7 @@ A gate is ``[NAME:]METRIC OP VALUE``, gates are comma-separated (the grammar is 
 - OP: ``<``, ``<=``, ``>``, ``>=``.
 
 ``disrupt:[NAME:]METRIC OP VALUE`` (``gap``, ``p99``, ``p99.9`` or ``errors``) is judged on each window of
-``--etcd-disrupt`` instead, a result per window (``etcd_users.features.gates.disruption_gates``).
+``--etcd-disrupt`` instead, a result per window (``etcd_users.judging.disruption_gates``).
 
 The gates are judged on the master (or the single process) when Locust quits, after the workers' last reports
 are merged (the gates' hooks, ``etcd_users.features.gates.hooks``, call ``judge`` then ``print_results``); each is
@@ -31,9 +31,9 @@ from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
 from etcd_users.core.exit_code import SLA_EXIT_CODE, ExitVerdict
-from etcd_users.features.gates.options import DISRUPT, LATENCY_UNITS, OPERATORS, Gate, request_gates
-from etcd_users.features.monitoring.lost_workers import WORKERS
 from etcd_users.files import AGGREGATED, SERVICE
+from etcd_users.judging.sla_specs import DISRUPT, LATENCY_UNITS, OPERATORS, Gate, request_gates
+from etcd_users.members.lost_workers import WORKERS
 
 if TYPE_CHECKING:
     from etcd_users.latency.recorder import LatencyRecorder
@@ -120,7 +120,7 @@ def evaluate(gate: Gate, data: Measurements) -> Result:
 
 
 def evaluate_all(gates: tuple[Gate, ...], data: Measurements) -> list[Result]:
-    """The gates on requests; ``disrupt:`` gates are judged per window (``gates.disruption_gates``)."""
+    """The gates on requests; ``disrupt:`` gates are judged per window (``disruption_gates``)."""
     return [evaluate(gate, data) for gate in request_gates(gates)]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from etcd_users.features.gates.sla import Result
-from etcd_users.features.monitoring.lost_workers import LostWorker
+from etcd_users.judging.sla import Result
+from etcd_users.members.lost_workers import LostWorker
 
 
 @dataclass

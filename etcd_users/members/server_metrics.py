@@ -26,14 +26,14 @@ from typing import TextIO
 import gevent
 
 from etcd_users.exposition import parse_metrics
-from etcd_users.features.monitoring.buckets import (  # noqa: F401  (the pre-flight report takes them from here)
+from etcd_users.files import ETCD_METRICS_COLUMNS, SUFFIXES
+from etcd_users.members.buckets import (  # noqa: F401  (the pre-flight report takes them from here)
     Buckets,
     bucket_delta,
     format_buckets,
     histogram_quantile,
     interval_p99_ms,
 )
-from etcd_users.files import ETCD_METRICS_COLUMNS, SUFFIXES
 from etcd_users.settings import EtcdSettings
 
 logger = logging.getLogger("etcd_users.monitoring.server_metrics")  # the name users' log filters know

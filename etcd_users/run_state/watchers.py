@@ -11,8 +11,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from etcd_users.features.kubernetes.layout import WatchLatencies
-from etcd_users.features.watchers.tally import WatchTally
+from etcd_users.run_state.watch_latencies import WatchLatencies
+from etcd_users.run_state.watch_tally import WatchTally
 
 # seconds an acknowledgement waits for its events (and an event for its acknowledgement) before it is forgotten
 DELIVERY_HORIZON = 30.0

@@ -1,6 +1,6 @@
 """``disrupt:`` gates (``--etcd-sla``): each judged on every window of ``--etcd-disrupt``, from its cost. Pure.
 
-A window's cost (``etcd_users.features.disruptions.cost``, as the runner records it in ``PREFIX_disruptions.json``) is
+A window's cost (``etcd_users.judging.disruption_cost``, as the runner records it in ``PREFIX_disruptions.json``) is
 per request name: a gate with a NAME reads that name's; without one, the gap and the latencies are the worst name's
 (named after the value) and the errors are those of every name together. A gate gives one result per item of the
 schedule, in the order of their times. An item the run ended before, an action that failed, or a window without data of
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from etcd_users.features.gates.options import LATENCY_UNITS, OPERATORS, Gate
-from etcd_users.features.gates.sla import DECIMALS, Result
+from etcd_users.judging.sla import DECIMALS, Result
+from etcd_users.judging.sla_specs import LATENCY_UNITS, OPERATORS, Gate
 
 _PERCENTILE_KEYS = {99.0: "p99_ms", 99.9: "p999_ms"}
 

@@ -14,11 +14,11 @@ import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
+from etcd_users.audit_trail.notes import ClientNotes
+from etcd_users.audit_trail.record import AuditState
 from etcd_users.core.run_context import run_context
-from etcd_users.features.audit.notes import ClientNotes
-from etcd_users.features.audit.record import AuditState
-from etcd_users.features.watchers.state import ProcessWatchers
 from etcd_users.latency.store import INTENDED_CONTEXT_KEY
+from etcd_users.run_state.watchers import ProcessWatchers
 from etcd_users.session import ProcessSession, Session
 from etcd_users.transport.bridge import CallOutcome
 from etcd_users.transport.errors import (

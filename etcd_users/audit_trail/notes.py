@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.features.audit.record import RunRecord
+from etcd_users.audit_trail.record import RunRecord
 
 
 class ClientNotes:

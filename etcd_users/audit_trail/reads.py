@@ -9,7 +9,7 @@ dropped proposal) are never acknowledged, so they never make a violation.
 
 A serializable read may be stale; how stale is measured: the revisions its member was behind the newest acknowledged
 write (``max(0, newest − header revision)``) and the milliseconds since the first acknowledged write it did not reflect
-was acknowledged (0 when it reflected them all), per member (``etcd_users.features.audit.staleness``).
+was acknowledged (0 when it reflected them all), per member (``etcd_users.audit_trail.staleness``).
 
 The send time and ``newest`` are taken before the call; the judgement runs after the call's timing, on the users'
 thread.
@@ -20,8 +20,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from etcd_users.features.audit.acknowledged import AcknowledgedWrites
-from etcd_users.features.audit.staleness import Staleness
+from etcd_users.audit_trail.acknowledged import AcknowledgedWrites
+from etcd_users.audit_trail.staleness import Staleness
 
 EVIDENCE_KEPT = 100
 
@@ -48,7 +48,7 @@ class ReadCounts:
 
 
 class ReadChecks:
-    """One process's checks of its reads, on its run record (``etcd_users.features.audit.record``)."""
+    """One process's checks of its reads, on its run record (``etcd_users.audit_trail.record``)."""
 
     def __init__(self, writes: AcknowledgedWrites | None = None) -> None:
         self.writes = writes if writes is not None else AcknowledgedWrites()

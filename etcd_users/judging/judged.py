@@ -17,7 +17,7 @@ from etcd_users.core.run_context import run_context
 
 if TYPE_CHECKING:
     from etcd_users.core.exit_code import ExitVerdict
-    from etcd_users.features.shapes.plan import Level
+    from etcd_users.judging.levels import Level
     from etcd_users.latency.recorder import LatencyRecorder
 
 

@@ -21,7 +21,8 @@ import gevent
 import grpc
 from etcd3.etcdrpc import rpc_pb2
 
-from etcd_users.features.monitoring.server_metrics import (
+from etcd_users.known_bugs import RESTARTING_ACTIONS, warn_known_bugs
+from etcd_users.members.server_metrics import (
     DB_SIZE,
     FSYNC,
     QUOTA,
@@ -33,7 +34,6 @@ from etcd_users.features.monitoring.server_metrics import (
     one_line,
     ssl_context,
 )
-from etcd_users.known_bugs import RESTARTING_ACTIONS, warn_known_bugs
 from etcd_users.settings import EtcdSettings
 from etcd_users.transport.errors import error_label
 from etcd_users.transport.pool import EndpointPool, MemberStatus

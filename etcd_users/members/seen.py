@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from etcd_users.features.monitoring.during_run import RunMonitoring
-from etcd_users.features.monitoring.preflight import MemberReport
-from etcd_users.features.monitoring.space import SpaceWatch
+from etcd_users.members.preflight import MemberReport
+
+
+class SpaceAlarm(Protocol):
+    """What the others read of the monitoring's watch on the db against its quota (``monitoring.space.SpaceWatch``)."""
+
+    @property
+    def alarm(self) -> str | None: ...
 
 
 def _no_breach(why: str) -> None:
@@ -21,8 +27,9 @@ class MembersSeen:
     # the current (or last) run's rows of the members' /metrics, kept past the run's stop for the gates and the
     # summary; None when the run polled none (--etcd-metrics-interval 0)
     member_rows: list[dict] | None = None
-    space_watch: SpaceWatch | None = None  # the current (or last) run's db against quota and alarms
-    monitoring: RunMonitoring | None = None  # the members' during the current run, where it is judged
+    space_watch: SpaceAlarm | None = None  # the current (or last) run's db against quota and alarms
+    # the members' during the current run, where it is judged: the monitoring's own (``monitoring.during_run``)
+    monitoring: Any = None
     # a gate failed during the run (a shape's live judging): the members' side, once per run
     on_breach: Callable[[str], None] = _no_breach
 

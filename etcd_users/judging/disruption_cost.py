@@ -1,5 +1,5 @@
 """What a disruption cost the requests of one name, from per-second data and, when the run kept one, its action's own
-span to 10 ms (``etcd_users.features.disruptions.span``): pure functions, for the live line and the analysis alike. No
+span to 10 ms (``etcd_users.judging.disruption_span``): pure functions, for the live line and the analysis alike. No
 Locust.
 
 With the span's figures (``SpanCost``), the gap, P99, P99.9, requests and errors are the span's: a gap in ms
@@ -29,7 +29,7 @@ from typing import NamedTuple
 from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
-from etcd_users.features.disruptions.span import SpanCost
+from etcd_users.judging.disruption_span import SpanCost
 
 BEFORE_S = 30
 RECOVERED_RATIO = 1.2

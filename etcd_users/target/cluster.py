@@ -16,7 +16,6 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 
 from etcd_users.core.arguments import SHOWN_PATH_CHARACTERS, shown
-from etcd_users.features.disruptions.action_table import ACTIONS, UPGRADE_FLAG
 from etcd_users.local import (
     ELECTION_TIMEOUT_MS,
     HEARTBEAT_INTERVAL_MS,
@@ -29,6 +28,7 @@ from etcd_users.local import (
 from etcd_users.settings import EtcdSettings, SettingsError, settings_from_options
 from etcd_users.settings.connection import COMPACTION_RETENTION_FLAG, LOCAL_BINARY_FLAG
 from etcd_users.settings.network import ELECTION_FLAG, HEARTBEAT_FLAG, PEER_RTT_FLAG, ZONE_RTT_FLAG, ZONES_FLAG
+from etcd_users.target.action_table import ACTIONS, UPGRADE_FLAG
 from etcd_users.transport.access import PERMISSION_DENIED, access_problem, grant, who
 from etcd_users.transport.errors import EndpointError, error_detail
 from etcd_users.transport.pool import EndpointPool

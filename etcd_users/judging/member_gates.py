@@ -1,6 +1,6 @@
 """``member:`` gates (``--etcd-sla``): thresholds on the members' own metrics, judged on the worst member. Pure.
 
-The figures come from ``etcd_users.features.monitoring.member_figures`` over the run (or a shape's level). Without a
+The figures come from ``etcd_users.members.member_figures`` over the run (or a shape's level). Without a
 single scrape of a member in the span the gate fails with "no figure": an unmeasured cluster must not pass. A cluster
 that answered but whose figure does not exist passes, told why: a one-member cluster has no peers to time, and a span
 without any WAL fsync (no write) had no slow one.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from etcd_users.features.gates.options import LATENCY_UNITS, MEMBER_METRICS, OPERATORS, Gate
-from etcd_users.features.gates.sla import DECIMALS, Result
-from etcd_users.features.monitoring.member_figures import MemberFigures
+from etcd_users.judging.sla import DECIMALS, Result
+from etcd_users.judging.sla_specs import LATENCY_UNITS, MEMBER_METRICS, OPERATORS, Gate
+from etcd_users.members.member_figures import MemberFigures
 
 
 def judge(gates: Sequence[Gate], figures: MemberFigures) -> list[Result]:

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from etcd_users.core.arguments import SHOWN_PATH_CHARACTERS, shown
-from etcd_users.features.gates.options import LATENCY_UNITS, Gate, parse_gate, parse_junit_path
-from etcd_users.features.gates.sla import Result
+from etcd_users.judging.sla import Result
+from etcd_users.judging.sla_specs import LATENCY_UNITS, Gate, parse_gate, parse_junit_path
 from etcd_users.settings import SettingsError
 
 logger = logging.getLogger("etcd_users.reporting.junit")  # the name users' log filters know

@@ -1,7 +1,7 @@
 """Prometheus histograms as etcd exposes them: cumulative buckets, their quantiles and their text in one CSV field.
 
-Pure: the poller (``etcd_users.features.monitoring.server_metrics``), the pre-flight report and the members' figures
-over a span of time (``etcd_users.features.monitoring.member_figures``) share it.
+Pure: the poller (``etcd_users.members.server_metrics``), the pre-flight report and the members' figures
+over a span of time (``etcd_users.members.member_figures``) share it.
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ from typing import NamedTuple
 from hdrh.histogram import HdrHistogram
 
 from etcd_users import hdr
-from etcd_users.features.gates import member_gates as on_members
-from etcd_users.features.gates.options import LATENCY_UNITS, Gate, member_gates, request_gates
-from etcd_users.features.gates.sla import Measurements, Result, evaluate
-from etcd_users.features.monitoring.member_figures import MemberFigures
 from etcd_users.files import AGGREGATED, SERVICE
+from etcd_users.judging import member_gates as on_members
+from etcd_users.judging.sla import Measurements, Result, evaluate
+from etcd_users.judging.sla_specs import LATENCY_UNITS, Gate, member_gates, request_gates
 from etcd_users.latency.windows import WindowData
+from etcd_users.members.member_figures import MemberFigures
 
 KEEP_UP = 0.95
 """A QPS level fails when it achieved less than this share of its planned QPS."""
