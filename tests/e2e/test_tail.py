@@ -72,6 +72,7 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
     provoked: dict[str, tuple[float, str | None]] = {}
     failures: list[BaseException] = []
     killed: list[int] = []
+    run_started: list[float] = []
 
     def at(seconds: float, started: float) -> None:
         time.sleep(max(0.0, started + seconds - time.time()))
@@ -84,6 +85,7 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
                 assert time.monotonic() < deadline, "the run's puts did not start within 60 s"
                 time.sleep(0.2)
             started = time.time()
+            run_started.append(started)
             at(2.5, started)
             revision = status(endpoints[0])["header"]["revision"]
             etcdctl(endpoints[0], "compact", str(revision - 1))
@@ -116,16 +118,21 @@ def test_causes_provoked_from_outside_are_each_named_beside_their_second(quiet_e
             failures.append(error)
 
     prefix = tmp_out / "provoked"
-    # --etcd-tail 100: every second of the run is in the report, so the seconds beside each provocation are there to
-    # name it whatever their rank (which of them is slowest is etcd's business, not this test's)
-    args = headless_args(cluster, prefix, "--etcd-tail", "100", "--etcd-cleanup", users=4, seconds=19)
+    # --etcd-tail 1000: every second of the run is in the report, so the seconds beside each provocation are there to
+    # name it whatever their rank (which of them is slowest is etcd's business, not this test's); the run is ended
+    # once the provocations are done, however long a loaded machine made them take (its -t only bounds it)
+    args = headless_args(cluster, prefix, "--etcd-tail", "1000", "--etcd-cleanup", users=4, seconds=120)
     # no audit: it would wait for the killed member (--etcd-audit-wait), which this test restarts only afterwards
     args += ["--etcd-disrupt", "defrag:leader@16.5s", "--etcd-disrupt-allowed", "--etcd-skip-audit"]
     args += ["--etcd-skip-preflight", "EtcdPutUser"]
     thread = threading.Thread(target=provoke)
-    thread.start()
-    result = run_locust(*args, timeout=120)
-    thread.join()
+    with start_locust(*args, log_dir=tmp_out) as run:
+        thread.start()
+        thread.join()
+        # the killed member's seconds, and the tool's own defrag at 16.5 s of the run, before its end
+        time.sleep(max(3.0, (run_started[0] if run_started else 0.0) + 19.0 - time.time()))
+        run.interrupt()
+        result = run.finish(timeout=120)
     assert not failures, failures
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     tail = tail_of(prefix)
