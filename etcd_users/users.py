@@ -3,35 +3,32 @@
 Subclass ``EtcdUser`` for a custom workload (``self.etcd`` offers put, range, delete and txn), or run a ready
 one: ``locust -f locustfile.py EtcdPutUser``.
 
-The ready workloads are here, each on the loop thread or on its greenlet (``etcd_users.features.engine``); the base
-user is ``etcd_users.user_base.user``'s, the watch, lease and Kubernetes users their features' (``users`` of each
-one's ``FEATURE``). Every class is importable from here, as locustfiles do.
+The ready workloads are here, each defined once (``etcd_users.workload_model.workloads``) and run on the loop thread
+or on its greenlet (``etcd_users.features.engine``); the base user is ``etcd_users.user_base.user``'s, the watch,
+lease and Kubernetes users their features' (``users`` of each one's ``FEATURE``). Every class is importable from here,
+as locustfiles do.
 """
 
 from locust import task
 from locust.exception import StopUser
 
-import bisect
-import itertools
 import logging
-import random
-from collections.abc import Callable
 
 from etcd_users.audit_trail.notes import ClientNotes
 from etcd_users.audit_trail.record import AuditState
 from etcd_users.core.run_context import run_context
-from etcd_users.features.engine import workloads
 from etcd_users.features.engine.choice import LOOP, ready
 from etcd_users.features.engine.client import LoopClient
 from etcd_users.features.engine.results import loop_results
 from etcd_users.features.engine.user_loop import LoopUser
-from etcd_users.features.engine.workloads import Workload
 from etcd_users.features.kubernetes.users import EtcdKubernetesNodeUser, EtcdKubernetesUser
 from etcd_users.features.watchers.users import EtcdWatcherUser, EtcdWatchUser
 from etcd_users.features.workload.users import EtcdLeaseUser
-from etcd_users.features.workload.ycsb_client import YcsbClient
 from etcd_users.run_state.watchers import ProcessWatchers
+from etcd_users.user_base.blocking import BlockingClient, run_now
 from etcd_users.user_base.user import EtcdUser
+from etcd_users.workload_model import workloads
+from etcd_users.workload_model.workloads import Workload
 
 logger = logging.getLogger(__name__)
 
@@ -57,17 +54,19 @@ __all__ = [
 
 
 class _ReadyUser(EtcdUser):
-    """The ready workloads' base: each runs its operation on the loop thread or on its greenlet (``_run_ready``)."""
+    """The ready workloads' base: each runs its workload (``etcd_users.workload_model.workloads``, defined once) on
+    the loop thread or on its greenlet (``_run_ready``)."""
 
     abstract = True
 
-    def _run_ready(self, operation: Callable[[], Callable[[], object]], workload: Workload) -> None:
-        """A ready workload's requests until the user stops: ``workload``'s operation as a coroutine on the loop
-        thread (``--etcd-engine loop``, the default), else ``repeat(operation())`` on this greenlet."""
+    def _run_ready(self, workload: Workload) -> None:
+        """A ready workload's requests until the user stops: its operation as a coroutine on the loop thread
+        (``--etcd-engine loop``, the default), else made at once on this greenlet by ``repeat``."""
         etcd = self.etcd
         session = etcd.session
         if session.settings.engine != LOOP:
-            self.repeat(operation())
+            operation = workload(BlockingClient(etcd))
+            self.repeat(lambda: run_now(operation()))
             return
         context = run_context(self.environment)
         record = context.get(AuditState).record
@@ -82,12 +81,7 @@ class EtcdPutUser(_ReadyUser):
     @task
     @ready
     def put(self) -> None:
-        self._run_ready(self._put, workloads.put)
-
-    def _put(self) -> Callable[[], object]:
-        keys, put = self.etcd.keys, self.etcd.put
-        next_key, value = keys.next_write_key, keys.value
-        return lambda: put(next_key(), value)
+        self._run_ready(workloads.put)
 
 
 class _RangeUser(_ReadyUser):
@@ -99,7 +93,7 @@ class _RangeUser(_ReadyUser):
     @ready
     def range(self) -> None:
         self.etcd.session.ensure_key_space()
-        self._run_ready(lambda: self.etcd.ranges(self.serializable), workloads.ranges(self.serializable))
+        self._run_ready(workloads.ranges(self.serializable))
 
 
 class EtcdRangeUser(_RangeUser):
@@ -124,7 +118,7 @@ class EtcdTxnPutUser(_ReadyUser):
     @task
     @ready
     def txn_put(self) -> None:
-        self._run_ready(lambda: self.etcd.txn_put, workloads.txn_put)
+        self._run_ready(workloads.txn_put)
 
 
 class EtcdTxnMixedUser(_ReadyUser):
@@ -136,7 +130,7 @@ class EtcdTxnMixedUser(_ReadyUser):
     @ready
     def txn_mixed(self) -> None:
         self.etcd.session.ensure_key_space()
-        self._run_ready(lambda: self.etcd.txn_mixed, workloads.txn_mixed)
+        self._run_ready(workloads.txn_mixed)
 
 
 class EtcdDeleteUser(_ReadyUser):
@@ -145,17 +139,7 @@ class EtcdDeleteUser(_ReadyUser):
     @task
     @ready
     def put_then_delete(self) -> None:
-        self._run_ready(self._put_then_delete, workloads.delete)
-
-    def _put_then_delete(self) -> Callable[[], object]:
-        keys, put, delete = self.etcd.keys, self.etcd.put, self.etcd.delete
-
-        def put_then_delete() -> None:
-            key = keys.next_write_key()
-            put(key, keys.value)
-            delete(key)
-
-        return put_then_delete
+        self._run_ready(workloads.delete)
 
 
 class EtcdMixedUser(_ReadyUser):
@@ -167,24 +151,7 @@ class EtcdMixedUser(_ReadyUser):
     @ready
     def mixed(self) -> None:
         self.etcd.session.ensure_key_space()
-        self._run_ready(self._mixed, workloads.mixed)
-
-    def _mixed(self) -> Callable[[], object]:
-        etcd, keys = self.etcd, self.etcd.keys
-        operations = {
-            "put": lambda: etcd.put(keys.next_write_key(), keys.value),
-            "range": etcd.ranges(),
-            "range/linearizable": etcd.ranges(serializable=False),
-            "range/serializable": etcd.ranges(serializable=True),
-            "delete": lambda: etcd.delete(keys.next_key()),
-            "txn-put": etcd.txn_put,
-        }
-        mix = etcd.session.settings.mix
-        choices = [operations[name] for name, _ in mix]
-        cumulative = list(itertools.accumulate(weight for _, weight in mix))
-        draw = random.Random().random
-        total = cumulative[-1]
-        return lambda: choices[bisect.bisect(cumulative, draw() * total)]()
+        self._run_ready(workloads.mixed)
 
 
 class EtcdYcsbUser(_ReadyUser):
@@ -192,10 +159,6 @@ class EtcdYcsbUser(_ReadyUser):
     workload's proportions (``ycsb/read``, ``ycsb/update``, …), after the key space is loaded (YCSB's load phase)."""
 
     reads_key_space = True
-
-    def __init__(self, environment) -> None:
-        super().__init__(environment)
-        self.etcd = YcsbClient(environment)
 
     @classmethod
     def options_error(cls, settings) -> str | None:
@@ -208,4 +171,4 @@ class EtcdYcsbUser(_ReadyUser):
             logger.error("locust-etcd: error: %s", YCSB_MISSING)
             raise StopUser()
         self.etcd.session.ensure_key_space()
-        self._run_ready(self.etcd.operation, workloads.ycsb_workload)
+        self._run_ready(workloads.ycsb_workload)

@@ -31,8 +31,10 @@ from etcd_users.transport.errors import (
 from etcd_users.transport.pool import Connection
 from etcd_users.transport.streams import KeepAliveStream, WatchFanOut
 from etcd_users.transport.watch_counts import WatchCounts
+from etcd_users.user_base.blocking import BlockingClient, run_now
+from etcd_users.workload_model import workloads
 from etcd_users.workload_model.keys import KeySpace, next_page_key
-from etcd_users.workload_model.requests import RANGE_NAMES, mixed_txn, puts, range_read
+from etcd_users.workload_model.requests import RANGE_NAMES, mixed_txn, puts
 
 REQUEST_TYPE = "etcd"
 _OUTAGE_PAUSE = 0.05
@@ -158,7 +160,10 @@ class EtcdClient:
             keys_only=keys_only,
             count_only=count_only,
         )
-        name = name or RANGE_NAMES[serializable]
+        return self._range_request(request, name or RANGE_NAMES[serializable])
+
+    def _range_request(self, request: rpc_pb2.RangeRequest, name: str) -> rpc_pb2.RangeResponse | None:
+        key, serializable, range_end = request.key, request.serializable, request.range_end
         notes = self._notes
         if notes is None:
             return self._call("Range", request, name)
@@ -183,23 +188,8 @@ class EtcdClient:
         Returns:
             A function without arguments that makes one read and returns what ``range`` (or ``paged_list``) returns.
         """
-        read = range_read(self.session.settings, serializable)
-        keys, get = self.keys, self.range
-        if read.paged:
-            return lambda: self.paged_list(read.limit, read.serializable, read.keys_only, read.name, read.list_name)
-        if not read.shaped:
-            return lambda: get(keys.next_key(), serializable=read.serializable)
-        shape = {
-            "serializable": read.serializable,
-            "limit": read.limit,
-            "keys_only": read.keys_only,
-            "count_only": read.count_only,
-            "name": read.name,
-        }
-        count, range_of = read.keys, keys.range_of
-        if count == 1:
-            return lambda: get(keys.next_key(), **shape)
-        return lambda: get(*range_of(count), **shape)
+        operation = workloads.ranges(serializable)(BlockingClient(self))
+        return lambda: run_now(operation())
 
     def paged_list(
         self, limit: int, serializable: bool, keys_only: bool, page_name: str, list_name: str
@@ -225,6 +215,9 @@ class EtcdClient:
         request = rpc_pb2.RangeRequest(
             key=keys.prefix, range_end=keys.range_end, serializable=serializable, limit=limit, keys_only=keys_only
         )
+        return self._paged(request, page_name, list_name)
+
+    def _paged(self, request: rpc_pb2.RangeRequest, page_name: str, list_name: str) -> list | None:
         intended, self.intended_start = self.intended_start, None  # the list is what the schedule sent, not a page
         pages: list[rpc_pb2.RangeResponse] = []
         started = time.perf_counter()
@@ -297,6 +290,22 @@ class EtcdClient:
         if self._notes is not None:
             self._notes.txn(request, response, self._acknowledged)
         return response
+
+    def _read_modify_write(self, key: bytes, value: bytes, serializable: bool, name: str) -> rpc_pb2.PutResponse | None:
+        """YCSB's read-modify-write: a range of ``key`` then a put of ``value`` to it, one ``name`` request from the
+        range's send to the put's acknowledgement, as YCSB times it; a failure of either is the operation's."""
+        self._check_prefix(key)
+        connection = self.session.pool.next_connection()
+        read = rpc_pb2.RangeRequest(key=key, serializable=serializable)
+        _, error, seconds, ended = self._unary(connection, connection.kv.Range, read)
+        if error is not None:
+            return self._report(name, None, error, seconds, ended)
+        sent = ended - seconds
+        connection = self.session.pool.next_connection()
+        response, error, _, ended = self._unary(connection, connection.kv.Put, rpc_pb2.PutRequest(key=key, value=value))
+        if response is not None and self._notes is not None:
+            self._notes.put(key, response.header.revision, ended)
+        return self._report(name, response, error, ended - sent, ended)
 
     def _check_ops(self, ops: Iterable[rpc_pb2.RequestOp]) -> None:
         for op in ops:

@@ -7,7 +7,6 @@ before Locust creates its runner: a feature's own user imports it from here (``e
 from locust import User, constant, events
 from locust.user.users import LOCUST_STATE_RUNNING
 
-import random
 import time
 from collections.abc import Callable
 
@@ -15,7 +14,7 @@ import gevent
 
 from etcd_users.core import plugin
 from etcd_users.user_base.client import EtcdClient
-from etcd_users.workload_model.arrivals import first_arrival, intervals
+from etcd_users.workload_model.arrivals import due_times
 
 # the --etcd-* options and the run's life cycle, once, before Locust creates its runner
 plugin.install(events)
@@ -62,18 +61,15 @@ class EtcdUser(User):
         latency is also measured from when it should have been sent (coordinated omission).
         """
         settings = self.etcd.session.settings
-        rate = settings.user_rate
-        if rate <= 0:
+        if settings.user_rate <= 0:
             while self._state == LOCUST_STATE_RUNNING:
                 operation()
             return
-        generator = random.Random()
-        interval = intervals(settings.arrival, rate, generator)  # --etcd-arrival: fixed or Poisson
-        due = time.perf_counter() + first_arrival(settings.arrival, rate, generator)
-        while self._state == LOCUST_STATE_RUNNING:
+        for due in due_times(settings.arrival, settings.user_rate, time.perf_counter()):  # --etcd-arrival
+            if self._state != LOCUST_STATE_RUNNING:
+                return
             delay = due - time.perf_counter()
             if delay > 0:
                 gevent.sleep(delay)
             self.etcd.intended_start = due
             operation()
-            due += interval()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 ARRIVALS = ("fixed", "poisson")
 
@@ -29,3 +29,14 @@ def first_arrival(arrival: str, rate: float, generator: random.Random) -> float:
     if arrival == "poisson":
         return generator.expovariate(rate)
     return generator.uniform(0.0, 1.0 / rate)
+
+
+def due_times(arrival: str, rate: float, start: float) -> Iterator[float]:
+    """When each request of a user at ``rate`` per second is due, on the clock of ``start``: a random phase first,
+    then one interval after another. The schedule never slips: a late request does not move the next one's time."""
+    generator = random.Random()
+    interval = intervals(arrival, rate, generator)
+    due = start + first_arrival(arrival, rate, generator)
+    while True:
+        yield due
+        due += interval()

@@ -31,6 +31,7 @@ READY = (
     "EtcdTxnPutUser",
     "EtcdTxnMixedUser",
     "EtcdMixedUser",
+    "EtcdYcsbUser",
 )
 
 
@@ -53,6 +54,7 @@ def engine_line(stderr: str) -> str:
 def test_every_ready_workload_makes_the_same_rows_on_either_engine(etcd3, tmp_out, engine):
     prefix = tmp_out / "run"
     args = ("--etcd-engine", engine, "--etcd-key-space-size", "500", "--etcd-prefix", f"/engine-{engine}/")
+    args += ("--etcd-ycsb", "F")  # reads and read-modify-writes
     result = run_locust(*headless_args(etcd3, prefix, *args, "--etcd-cleanup", users=14, seconds=4), *READY)
     assert_no_traceback(result.stdout + result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -65,6 +67,8 @@ def test_every_ready_workload_makes_the_same_rows_on_either_engine(etcd3, tmp_ou
         "txn-put",
         "txn-mixed-read",
         "txn-mixed-write",
+        "ycsb/read",
+        "ycsb/rmw",
     }
     assert set(rows) == names, rows.keys()
     for name, row in rows.items():

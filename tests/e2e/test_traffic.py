@@ -98,9 +98,11 @@ def test_poisson_arrivals_keep_the_mean_rate(etcd1, tmp_out):
 
 
 @pytest.mark.slow
-def test_a_paged_list_reads_the_key_space_in_pages_and_reports_each_list(etcd1, tmp_out):
+@pytest.mark.parametrize("engine", ["loop", "greenlet"])
+def test_a_paged_list_reads_the_key_space_in_pages_and_reports_each_list(etcd1, tmp_out, engine):
     val_size = 100
-    args = ("--etcd-prefix", "/traffic-pages/", "--etcd-key-space-size", "1200", "--etcd-val-size", str(val_size))
+    args = ("--etcd-prefix", f"/traffic-pages-{engine}/", "--etcd-key-space-size", "1200", "--etcd-engine", engine)
+    args += ("--etcd-val-size", str(val_size))
     # users finish the list they are in when the run ends, so that every list counts its three pages
     args += ("--etcd-cleanup", "--etcd-range-paginate", "--etcd-range-limit", "500", "--stop-timeout", "10")
     _, rows = run(etcd1, tmp_out / "pages", *args, "EtcdRangeUser", users=2, seconds=2)

@@ -254,7 +254,7 @@ class LoopClient:
 
     async def read_modify_write(self, key: bytes, serializable: bool, name: str) -> bytes | None:
         """YCSB's read-modify-write: a range of ``key`` then a put of it, one ``name`` request from the range's send
-        to the put's answer (``YcsbClient.read_modify_write``); a failure of either is the operation's."""
+        to the put's answer (``EtcdClient._read_modify_write``); a failure of either is the operation's."""
         _, error, seconds, ended = await self.unary(
             await self.connection(), RANGE, self.requests.read(key, serializable)
         )

@@ -19,7 +19,8 @@ import gevent
 
 from etcd_users.features.engine.client import LoopClient
 from etcd_users.features.engine.locust_adapter import user_running
-from etcd_users.features.engine.workloads import Workload, repeat
+from etcd_users.features.engine.repeat import repeat
+from etcd_users.workload_model.workloads import Workload
 
 
 class LoopUser:

@@ -1,59 +1,50 @@
-"""The ready workloads' request loops as coroutines on the loop thread: each workload's operation, and ``repeat``,
-which runs it back to back or at ``--etcd-user-rate`` as ``EtcdUser.repeat`` does on a greenlet.
+"""The ready workloads, each defined once and run by either engine: a workload makes its user's operation from the
+user's client, and an operation is a function without arguments that returns an awaitable of one request (or of the
+requests of one operation: a put then a delete, a YCSB read-modify-write).
 
-An operation is a function without arguments that returns an awaitable of one request (or of the requests of one
-operation: a put then a delete, a YCSB read-modify-write). Each workload below makes its operation from a user's
-``LoopClient`` with the same keys, names and shapes as its greenlet twin in ``etcd_users.users``.
+The client is the loop thread's (``etcd_users.features.engine.client.LoopClient``: each call a coroutine on the
+transport's loop), or a greenlet's ``EtcdClient`` seen through ``etcd_users.user_base.blocking.BlockingClient``
+(each call made at once on the greenlet, the awaitable already done). Either has the calls of ``WorkloadClient``.
+Pure: nothing of Locust, gevent or asyncio.
 """
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import itertools
 import random
-import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
-from etcd_users.features.engine.client import LoopClient
+from etcd3.etcdrpc import rpc_pb2
+
 from etcd_users.workload_model import ycsb
-from etcd_users.workload_model.arrivals import first_arrival, intervals
+from etcd_users.workload_model.keys import KeySpace
 from etcd_users.workload_model.requests import RangeRead, mixed_txn, puts, range_read
 
 Operation = Callable[[], Awaitable[object]]
 
-# uvloop wakes a timer at the nearest millisecond of a loop time taken when its turn began, up to a millisecond early:
-# a sleep asks half a millisecond more, and the schedule looks at the clock again when it wakes
-TIMER_ROUNDING = 0.0005
-Workload = Callable[[LoopClient], Operation]
+
+class WorkloadClient(Protocol):
+    """What a workload asks of its user's client: each call one request of the user (or one operation of two),
+    reported under ``name``; the answer, or None when it failed."""
+
+    keys: KeySpace
+    settings: object  # the run's EtcdSettings
+
+    async def put(self, key: bytes, name: str = "put") -> object: ...
+    async def read(self, key: bytes, serializable: bool, name: str) -> object: ...
+    async def range(self, request: rpc_pb2.RangeRequest, name: str) -> object: ...
+    async def paged_list(self, request: rpc_pb2.RangeRequest, page_name: str, list_name: str) -> object: ...
+    async def delete(self, key: bytes, name: str = "delete") -> object: ...
+    async def read_modify_write(self, key: bytes, serializable: bool, name: str) -> object: ...
+    async def txn(self, request: rpc_pb2.TxnRequest, name: str) -> object: ...
 
 
-async def repeat(client: LoopClient, operation: Operation, running: Callable[[], bool]) -> None:
-    """Run ``operation`` while ``running()``: back to back, or at ``--etcd-user-rate`` per second on an intended
-    schedule that does not slip when a response is late (the next request goes out at once to catch up, and its
-    latency is also measured from when it was due). A request never leaves before its due time."""
-    settings = client.settings
-    rate = settings.user_rate
-    if rate <= 0:
-        while running():
-            await operation()
-        return
-    generator = random.Random()
-    interval = intervals(settings.arrival, rate, generator)  # --etcd-arrival: fixed or Poisson
-    due = time.perf_counter() + first_arrival(settings.arrival, rate, generator)
-    while running():
-        delay = due - time.perf_counter()
-        while delay > 0:  # a timer may wake early: never send before the due time
-            await asyncio.sleep(delay + TIMER_ROUNDING)
-            if not running():
-                return
-            delay = due - time.perf_counter()
-        client.intended_start = due
-        await operation()
-        due += interval()
+Workload = Callable[[WorkloadClient], Operation]
 
 
-def put(client: LoopClient) -> Operation:
+def put(client: WorkloadClient) -> Operation:
     """``EtcdPutUser``: the value to keys of the key space."""
     next_key, put = client.keys.next_write_key, client.put
     return lambda: put(next_key())
@@ -63,7 +54,7 @@ def ranges(serializable: bool | None) -> Workload:
     """The range users: the read of ``--etcd-range-*`` (``EtcdClient.ranges``), of the consistency given (None:
     ``--etcd-consistency``)."""
 
-    def workload(client: LoopClient) -> Operation:
+    def workload(client: WorkloadClient) -> Operation:
         read = range_read(client.settings, serializable)
         keys = client.keys
         if read.paged:
@@ -78,19 +69,19 @@ def ranges(serializable: bool | None) -> Workload:
     return workload
 
 
-def txn_put(client: LoopClient) -> Operation:
+def txn_put(client: WorkloadClient) -> Operation:
     """``EtcdTxnPutUser``: transactions of ``--etcd-txn-ops`` puts."""
     keys, count, txn = client.keys, client.settings.txn_ops, client.txn
     return lambda: txn(puts(keys, count), "txn-put")
 
 
-def txn_mixed(client: LoopClient) -> Operation:
+def txn_mixed(client: WorkloadClient) -> Operation:
     """``EtcdTxnMixedUser``: read or write transactions at ``--etcd-rw-ratio`` reads per write."""
     keys, settings, draw, txn = client.keys, client.settings, random.Random().random, client.txn
     return lambda: txn(*mixed_txn(keys, settings, draw(), "txn-mixed"))
 
 
-def delete(client: LoopClient) -> Operation:
+def delete(client: WorkloadClient) -> Operation:
     """``EtcdDeleteUser``: a put, then a delete of the same key."""
     next_key = client.keys.next_write_key
 
@@ -102,7 +93,7 @@ def delete(client: LoopClient) -> Operation:
     return put_then_delete
 
 
-def mixed(client: LoopClient) -> Operation:
+def mixed(client: WorkloadClient) -> Operation:
     """``EtcdMixedUser``: operations drawn by the weights of ``--etcd-mix``."""
     keys = client.keys
     operations = {
@@ -121,8 +112,11 @@ def mixed(client: LoopClient) -> Operation:
     return lambda: choices[bisect.bisect(cumulative, draw() * total)]()
 
 
-def ycsb_workload(client: LoopClient) -> Operation:
-    """``EtcdYcsbUser``: YCSB's operations in the proportions of ``--etcd-ycsb`` (``YcsbClient.operation``)."""
+def ycsb_workload(client: WorkloadClient) -> Operation:
+    """``EtcdYcsbUser``: YCSB's operations in the proportions of ``--etcd-ycsb``: read (a range of one key), update
+    (a put of a loaded key), insert (a put of a new key past the loaded ones: once acknowledged, reads and scans
+    reach it), scan (a range of 1-100 consecutive keys from a drawn one), read-modify-write (one operation of two
+    calls, ``WorkloadClient.read_modify_write``)."""
     settings, keys = client.settings, client.keys
     uniform = random.Random().random
     serializable = settings.consistency == "s"
