@@ -4,6 +4,7 @@ P99, P99.9, requests, errors) is what the exact files say for that window; refus
 from __future__ import annotations
 
 import json
+import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from support import HEADLESS, headless_args, run_analysis, run_locust
 
 from etcd_users.analysis.disruptions import per_second
 from etcd_users.analysis.load import load_run
-from etcd_users.judging.disruption_cost import cost
+from etcd_users.judging.disruption_cost import cost, longest_gap
 from etcd_users.judging.sla import SLA_EXIT_CODE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -37,8 +38,15 @@ def assert_cost_agrees_with_the_exact_files(prefix: Path, window: dict) -> None:
         exact = cost(live["name"], seconds, window["started_at"], window["finished_at"])._asdict()
         assert {key: live[key] for key in COMPARED} == {key: exact[key] for key in COMPARED}, window["item"]
         assert 0 < live["requests"], window["item"]  # the load went on: the window has data of its own
-        # a run of N whole seconds without a success is a silence shorter than N + 2 s
-        assert live["gap_ms"] is not None and live["gap_ms"] < (exact["gap_s"] + 2) * 1000, window["item"]
+        assert live["gap_ms"] is not None, window["item"]
+        gap_s = live["gap_ms"] / 1000.0
+        # a run of N whole seconds without a success that starts in the window's seconds is a silence of N s at least
+        # that overlaps the span; the span's silence may start before its first second or after its last one's start
+        assert exact["gap_s"] <= gap_s + 1, (window["item"], exact, live)
+        # and a silence of G s holds G - 1 whole seconds the files show without a success, among those it can reach
+        reach = range(math.floor(window["started_at"] - gap_s) - 1, math.floor(window["finished_at"] + gap_s) + 2)
+        silent = longest_gap(seconds, reach, min(reach.stop - 1, max(seconds)))  # not past the data's newest second
+        assert silent >= math.floor(gap_s) - 1, (window["item"], live)
 
 
 def test_a_defrag_of_the_leader_and_a_leader_move_under_load(etcd3, tmp_out):
