@@ -134,6 +134,19 @@ def test_a_quick_run_binds_a_free_master_port_and_its_few_users_send_a_request_a
     assert bound != "5557" and run.argv[run.argv.index("--master-port") + 1] == bound
 
 
+def test_a_suite_that_compares_may_end_in_a_regression_found_and_one_that_does_not_may_not(tmp_path):
+    from docs_commands import Command, quick_variant
+
+    def ok_codes(suite: str) -> set[int]:
+        text = f".venv/bin/python -m etcd_users.suite run {suite} --out out/x"
+        (run,) = quick_variant(Command("docs/x.md", 1, text), tmp_path).runs
+        return set(run.ok_codes)
+
+    # the before/after example compares a real change: a machine quiet enough finds it worse (exit 3)
+    assert ok_codes("examples/before-after.yaml") == {0, 3}
+    assert ok_codes("suites/single-vs-three-members.yaml") == {0}
+
+
 def test_each_command_left_to_a_test_is_on_a_page_and_its_test_exists(tmp_path):
     from docs_commands import REPO, RUN_BY_TESTS, all_commands, quick_variant
 
