@@ -21,6 +21,8 @@ from pathlib import Path
 
 import yaml
 
+from etcd_users.suite.loader import load_suite
+
 REPO = Path(__file__).resolve().parents[1]
 MARKER = "<!-- needs a real cluster -->"
 LONG_MARKER = "<!-- a measurement of minutes -->"  # the figures shown under it come from that run; too long for CI
@@ -270,10 +272,11 @@ def _locust_variant(args: list[str], tool: str) -> tuple[list[str], str, frozens
 
 
 def _suite_compares(args: list[str]) -> bool:
-    """A benchmark suite run whose file has a ``compare:``: it exits 3 when the change it compares is found worse."""
+    """A benchmark suite run whose file has a ``compare:`` (as the runner reads it): it exits 3 when the change it
+    compares is found worse."""
     if args[2:4] != ["etcd_users.suite", "run"] or len(args) < 5 or not (REPO / args[4]).is_file():
         return False
-    return "compare" in (yaml.safe_load((REPO / args[4]).read_text()) or {})
+    return load_suite(REPO / args[4]).compare is not None
 
 
 def _python_variant(args: list[str]) -> tuple[list[str], str, str]:

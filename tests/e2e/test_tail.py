@@ -227,7 +227,7 @@ def test_a_gc_pause_forced_in_a_worker_is_named_client_gc_on_the_master(etcd1, t
         while not mark.is_file():
             assert run.poll() is None and time.monotonic() < deadline, run.output()[1][-3000:]
             time.sleep(0.2)
-        time.sleep(2.0)  # a second of the run after the pause, for the seconds beside it
+        time.sleep(2.0)  # seconds of the run after the pause, beside it in the report
         run.interrupt()
         result = run.finish(timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
