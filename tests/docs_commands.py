@@ -14,12 +14,12 @@ from __future__ import annotations
 import glob
 import re
 import shlex
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from support import free_port
 
 from etcd_users.suite.loader import load_suite
 
@@ -157,12 +157,6 @@ def commands_of(path: Path) -> list[Command]:
 
 def all_commands() -> list[Command]:
     return [command for path in pages() for command in commands_of(path)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _segments(tokens: list[str]) -> list[list[str]]:

@@ -171,11 +171,29 @@ def running(cluster: LocalCluster) -> Iterator[LocalCluster]:
         cluster.stop()
 
 
+# Ports the kernel hands out itself (bind to 0, a client's outgoing connection, the members a LocalCluster starts) come
+# from its ephemeral range, so a port probed there can be taken before the test binds it. The tests' own ports come from
+# below that range, a block per xdist worker, in turn, so no two tests and no outgoing connection share one.
+_TEST_PORTS_START, _TEST_PORTS_PER_WORKER, _TEST_PORT_BLOCKS = 12000, 2500, 8
+_next_test_port: list[int] = []
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on now (for a web UI, a master, or a dead member's URL)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % _TEST_PORT_BLOCKS
+    first = _TEST_PORTS_START + worker * _TEST_PORTS_PER_WORKER
+    if not _next_test_port:
+        _next_test_port.append(first + os.getpid() % _TEST_PORTS_PER_WORKER)
+    for _ in range(_TEST_PORTS_PER_WORKER):
+        port = first + (_next_test_port[0] - first) % _TEST_PORTS_PER_WORKER
+        _next_test_port[0] = port + 1
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))  # without SO_REUSEADDR: a port still in TIME_WAIT is passed over too
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in 127.0.0.1:{first}-{first + _TEST_PORTS_PER_WORKER - 1}")
 
 
 def read_csv_rows(path: Path | str) -> list[dict[str, str]]:

@@ -5,7 +5,8 @@ import grpc
 from etcd3.etcdrpc import rpc_pb2
 from google.protobuf.internal.encoder import _VarintBytes
 
-from etcd_users.features.audit.hashkv import RAFT_APPLIED_INDEX_FIELD, applied_index, cluster_index, lagging
+from etcd_users.features.audit.hashkv import RAFT_APPLIED_INDEX_FIELD, applied_index, better, cluster_index, lagging
+from etcd_users.features.audit.verdict import Hashes, MemberHash
 from etcd_users.settings.connection import Endpoint
 
 
@@ -47,3 +48,25 @@ def test_every_member_at_the_index_first_seen_ends_the_wait_though_other_clients
 def test_a_member_that_does_not_say_its_applied_index_is_not_waited_for():
     assert lagging(MEMBERS, [status(10, 10), status(10, 10), rpc_pb2.StatusResponse(raftIndex=3)], 10) == []
     assert cluster_index([Unavailable(), Unavailable(), Unavailable()]) == 0
+
+
+def attempt(*compact_revisions: int | None) -> Hashes:
+    """One attempt at the members' HashKV: a member's compact revision, or None for one that did not answer."""
+    members = tuple(
+        MemberHash(f"127.0.0.1:{2379 + i}", None, 0, "UNAVAILABLE")
+        if compact is None
+        else MemberHash(f"127.0.0.1:{2379 + i}", 7, compact)
+        for i, compact in enumerate(compact_revisions)
+    )
+    return Hashes(1000, members)
+
+
+def test_with_a_member_down_the_attempt_that_compared_the_others_is_kept_over_one_split_by_a_compaction():
+    down_compared, split_by_compaction = attempt(None, 500, 500), attempt(None, 500, 900)
+    assert len(down_compared.compared) == 2 and split_by_compaction.compared == ()
+    assert better(split_by_compaction, down_compared) is down_compared
+    assert better(down_compared, split_by_compaction) is down_compared
+    # on a tie the latest wins: the members' newer state
+    again = attempt(None, 900, 900)
+    assert better(again, down_compared) is again
+    assert better(split_by_compaction, None) is split_by_compaction

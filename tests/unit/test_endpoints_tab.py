@@ -11,6 +11,7 @@ import socket
 import time
 
 import gevent
+from support import free_port
 
 from etcd_users.core.features import OPTIONS
 from etcd_users.features.webui.endpoints_tab import LEFT_OUT, EndpointsTab, PoolView, endpoint_rows, note_leader_changes
@@ -146,9 +147,7 @@ def _silent_listener() -> socket.socket:
 
 def _refused_url() -> str:
     """A URL where nothing listens: refused at once."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}/metrics"
+    return f"http://127.0.0.1:{free_port()}/metrics"
 
 
 def test_each_member_is_looked_up_on_its_own_and_a_silent_one_holds_up_no_other():

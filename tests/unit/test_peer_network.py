@@ -13,6 +13,7 @@ import time
 
 import gevent
 import pytest
+from support import free_port
 
 from etcd_users.features.disruptions import partition
 from etcd_users.features.disruptions.actions import ActionError, Done, agreed_leader, leader_of, resolve_pair
@@ -125,12 +126,6 @@ class EchoServer:
 
     def close(self) -> None:
         self.server.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

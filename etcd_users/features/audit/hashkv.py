@@ -41,14 +41,22 @@ async def hash_members(pool: EndpointPool, wait_s: float = DEFAULT_WAIT_S) -> Ha
     """Each member's HashKV at the lowest current revision among them, once they all answer at the cluster's raft
     index (or ``wait_s`` ran out), asked again while they cannot be compared."""
     waited = await wait_for_members(pool, wait_s)
-    hashes = Hashes(0, ())
+    hashes: Hashes | None = None
     for attempt in range(ATTEMPTS):
         if attempt:
             await asyncio.sleep(RETRY_SECONDS)
-        hashes = await _hash_once(pool)
+        hashes = better(await _hash_once(pool), hashes)
         if hashes.comparable:
             break
     return replace(hashes, waited=waited)
+
+
+def better(latest: Hashes, best: Hashes | None) -> Hashes:
+    """Of two attempts, the one that compares more members, the latest on a tie. With a member down no attempt is
+    comparable, and the last one may be the one whose two others answered either side of a compaction."""
+    if best is None or len(latest.compared) >= len(best.compared):
+        return latest
+    return best
 
 
 def _members(pool: EndpointPool) -> list:
