@@ -179,8 +179,12 @@ def test_a_member_down_at_start_is_named_and_skipped(tmp_out):
 
     assert_no_traceback(result.stdout + result.stderr)
     assert re.search(rf"WARNING/.*etcd endpoint {re.escape(url)} does not answer \(.*\); skipping it", result.stderr)
-    # the stopped member is the only trouble (beside the version's known bugs, which the pre-flight names)
-    warnings = [line for line in result.stderr.splitlines() if "WARNING" in line and "known bug" not in line]
+    # the stopped member is the only trouble (beside what the pre-flight names: the version's known bugs, and a disk
+    # that other work on the machine slows)
+    beside = ("known bug", "the disk, not etcd, will bound the results")
+    warnings = [
+        line for line in result.stderr.splitlines() if "WARNING" in line and not any(each in line for each in beside)
+    ]
     assert all(member in warning for warning in warnings), warnings
     # and the audit, which compares every member, names it and fails the run: the others agree, it was not compared
     assert result.returncode == AUDIT_EXIT_CODE, result.stderr[-3000:]
