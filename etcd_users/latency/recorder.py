@@ -75,15 +75,15 @@ class LatencyRecorder:
         return self.store.histogram(request_type, name, series)
 
     def covered_until(self) -> float | None:
-        """A time before which every request recorded anywhere is merged here (after folding this process's own):
-        now on a single process; on a master the oldest of its workers' last reports, None while a worker has sent
-        none this run. None on a worker."""
+        """A time before which every request recorded anywhere is merged here (after folding this process's own): on a
+        single process, the time its requests reported in batches have reached (``apply_pending``); on a master the
+        oldest of its workers' last reports, None while a worker has sent none this run. None on a worker."""
         if self._is_worker():
             return None
-        self.collect()
+        until = self.collect()
         runner = self.environment.runner if self.environment is not None else None
         if not Role.of(runner).is_master:
-            return store._now()
+            return until
         workers = [node.id for node in list(runner.clients.values()) if node.state != locust_runners.STATE_MISSING]
         reported = [self._reported_at.get(worker) for worker in workers]
         if any(at is None for at in reported):
@@ -94,19 +94,18 @@ class LatencyRecorder:
         """Hand every request of this process reported in batches so far to the request listeners (Locust's
         statistics among them); returns the time (``time.time()``) before which every request of this process that
         ended has reached them, and none after: where a count of Locust's failures taken now begins and ends."""
-        until = None
-        for flush in self.before_collect:
-            until = flush() or until
-        return until if until is not None else store._now()
+        applied = [until for until in (flush() for flush in self.before_collect) if until is not None]
+        return min(applied) if applied else store._now()
 
-    def collect(self) -> None:
-        """Fold this process's recorded seconds into the run's histograms (not on workers: theirs go to the master)."""
+    def collect(self) -> float | None:
+        """Fold this process's recorded seconds into the run's histograms (not on workers: theirs go to the master);
+        returns the time before which every request of this process that ended is in them (None on a worker)."""
         if self._is_worker():
-            return
-        for flush in self.before_collect:
-            flush()
+            return None
+        until = self.apply_pending()
         self._receive_late_last_reports()
         self.store.fold_recorded()
+        return until
 
     # -- output --
 

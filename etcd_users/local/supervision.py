@@ -25,7 +25,26 @@ class PortTaken(ClusterError):
 
 
 def spawn(member: Member, command: Sequence[str]) -> None:
-    """Run ``command`` as ``member``'s process, its output appended to the member's log."""
+    """Run ``command`` as ``member``'s process, its output appended to the member's log.
+
+    The start runs to its end in a greenlet of its own: a greenlet killed while its process forks and execs (a run
+    that stops while a disruption starts a member) would otherwise leave an etcd on the member's ports that the member
+    does not know, and the next start would find them taken."""
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is None or not monkey.is_module_patched("subprocess"):  # the suite runner: a start that never yields
+        _start_process(member, command)
+        return
+    import gevent  # here: the suite runner and the analysis load this package without gevent
+
+    starting = gevent.spawn(_start_process, member, command)
+    try:
+        starting.get()
+    except gevent.GreenletExit:
+        starting.join()
+        raise
+
+
+def _start_process(member: Member, command: Sequence[str]) -> None:
     if member.log_file is not None:
         member.log_file.close()
     member.log_file = open(member.log_path, "ab")  # open as long as the member runs

@@ -18,6 +18,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import etcd3
+import gevent
 import pytest
 from checks import stderr_lines
 from support import REPO, member_counter
@@ -189,6 +190,39 @@ def test_failover_restart_pause_and_clean_stop():
         cluster.stop()
     assert not data_dir.exists()
     assert not any(is_etcd_process(pid) for pid in pids)
+
+
+def etcd_processes_on(data_dir: Path) -> set[int]:
+    """The etcd processes whose command line names ``data_dir``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            arguments = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if entry.name.isdigit() and str(data_dir).encode() in arguments and is_etcd_process(int(entry.name)):
+            found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("switches", [1, 2, 3])
+def test_a_start_whose_greenlet_is_killed_leaves_no_etcd_the_cluster_does_not_know(switches):
+    # a run that stops while a disruption starts a member kills the disruption's greenlet wherever it is
+    cluster = LocalCluster(1, name="killed-start")
+    cluster.start(timeout=30)
+    try:
+        data_dir = cluster.data_dir / "member0"
+        cluster.kill_member(0)
+        starting = gevent.spawn(cluster.start_member, 0, 20)
+        for _ in range(switches):  # the kill lands at the start's first, second or third wait
+            gevent.sleep(0)
+        starting.kill(block=True)
+        if cluster.pids[0] is None:  # not started at all: it starts now, on its ports (an etcd it lost holds them)
+            cluster.start_member(0, timeout=20)
+        wait_until(lambda: answers(cluster.endpoints[0]), 20, "the member does not answer")
+        assert etcd_processes_on(data_dir) == {cluster.pids[0]}
+    finally:
+        cluster.stop()
 
 
 # -- python -m etcd_users.local ----------------------------------------------------------------------------

@@ -109,6 +109,29 @@ def test_a_real_environment_and_recorder_give_every_metric(monkeypatch):
     assert families["locust_etcd_sla_gate_passing"].samples == []  # no --etcd-sla
 
 
+def test_a_second_whose_batched_results_are_not_all_applied_stays_out_of_the_window():
+    # the loop engine hands its results to the recorder in batches: at a scrape just past a second's end, the last
+    # results of that second may still be on their way, and a window with it would hold a part of it
+    environment = Environment(events=Events())
+    recorder = LatencyRecorder(environment)
+    recent = RecentSeconds(keep_s=20)
+    recorder.store.merged_listeners.append(recent.add)
+    boundary = int(time.time())
+
+    def batch() -> float:  # as the engine's flush: hand over what has come, say until when every result has
+        recorder.store.record_at(boundary - 1.5, "etcd", "put", 1.0, None, None)
+        recorder.store.record_at(boundary - 0.5, "etcd", "put", 9.0, None, None)
+        return boundary - 0.02  # a result that ended 10 ms before the boundary is still on its way
+
+    recorder.before_collect.append(batch)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(RunCollector(environment, recorder, lambda: None, recent, lag_s=0))
+    families = {family.name: family for family in text_string_to_metric_families(generate_latest(registry).decode())}
+    quantiles = {float(s.labels["quantile"]): s.value for s in families["locust_etcd_latency_seconds"].samples}
+    assert quantiles == dict.fromkeys(QUANTILES, 0.001)  # the complete second only
+    assert recorder.covered_until() == boundary - 0.02
+
+
 def options(**values) -> argparse.Namespace:
     namespace = argparse.Namespace(**{option.dest: option.default for option in OPTIONS})
     for name, value in values.items():

@@ -144,13 +144,18 @@ class RunCollector(Collector):
         self.version = version()
 
     def collect(self) -> Iterator[Metric]:
-        self.recorder.collect()  # a single process's own latest seconds, folded in
+        until = self.recorder.collect()  # a single process's own latest seconds, folded in
         yield from self._counts()
         yield self._durations()
         settings = self.run_settings()
         length = settings.exporter.window if settings is not None else 10
         self.recent.keep_s = max(self.recent.keep_s, length + self.lag_s + 2)  # a later run's longer window (web UI)
-        window = self.recent.window(int(time.time()) - self.lag_s, length)
+        # a second is in the window once complete: past, and every result of it applied (the loop engine's come in
+        # batches, up to a tenth of a second late)
+        end = int(time.time()) - self.lag_s
+        if until is not None:
+            end = min(end, int(until))
+        window = self.recent.window(end, length)
         yield self._quantiles(window)
         yield from self._runner()
         yield self._gates(window)
