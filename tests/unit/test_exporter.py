@@ -117,10 +117,12 @@ def test_a_second_whose_batched_results_are_not_all_applied_stays_out_of_the_win
     recent = RecentSeconds(keep_s=20)
     recorder.store.merged_listeners.append(recent.add)
     boundary = int(time.time())
+    arrived = [(boundary - 1.5, 1.0), (boundary - 0.5, 9.0)]  # (ended at, ms): a complete second, then a part of one
 
     def batch() -> float:  # as the engine's flush: hand over what has come, say until when every result has
-        recorder.store.record_at(boundary - 1.5, "etcd", "put", 1.0, None, None)
-        recorder.store.record_at(boundary - 0.5, "etcd", "put", 9.0, None, None)
+        while arrived:
+            at, milliseconds = arrived.pop(0)
+            recorder.store.record_at(at, "etcd", "put", milliseconds, None, None)
         return boundary - 0.02  # a result that ended 10 ms before the boundary is still on its way
 
     recorder.before_collect.append(batch)
