@@ -240,32 +240,39 @@ def test_a_replaced_member_is_known_to_the_proxy_by_its_new_id_and_a_partition_c
         channel.close()
 
 
-def put_p50_ms(tmp_out, name: str, *args: str) -> float:
+def put_ms(tmp_out, name: str, *args: str) -> tuple[float, float]:
+    """The fastest put and the P50, in ms, of a fixed-rate run to the leader of three local members."""
     prefix = tmp_out / name
     timing = ("-u", "2", "-r", "2", "-t", "6s", "--csv", str(prefix), "--etcd-local-members", "3")
     rate = ("--etcd-target", "leader", "--etcd-user-rate", "20", "--etcd-metrics-interval", "0")
     result = run_locust(*HEADLESS, *timing, *rate, *args, "EtcdPutUser", timeout=120)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     (tmp_out / f"{name}.log").write_text(result.stderr)
-    summary = json.loads((tmp_out / f"{name}_summary.json").read_text())
-    [put] = [row for row in summary["requests"] if row["name"] == "put" and row["series"] == "service"]
-    assert put["count"] > 100 and put["failures"] == 0, put
-    return put["p50_ms"]
+    rows = read_csv_rows(f"{prefix}_latency.csv")
+    [put] = [row for row in rows if row["Name"] == "put" and row["Series"] == "service"]
+    assert int(put["Count"]) > 100 and put["Failures"] == "0", put
+    return float(put["Min"]), float(put["P50"])
+
+
+# The fastest request is the physical figure: its round trips and the least work of the members and the client. A P50
+# adds what the machine is doing at the time (a WAL fsync P99 of 60 ms was seen in CI, and a P50 without a round trip
+# of 14.6 ms), so two runs' P50s differ by more than the round trip and by less; every P50 still waits the round trip.
 
 
 @pytest.mark.slow
 def test_a_put_to_the_leader_waits_about_one_round_trip_more(tmp_out):
-    direct = put_p50_ms(tmp_out, "direct")
-    proxied = put_p50_ms(tmp_out, "proxied", "--etcd-local-peer-rtt", f"{RTT_MS:g}ms")
+    direct, _ = put_ms(tmp_out, "direct")
+    proxied, proxied_p50 = put_ms(tmp_out, "proxied", "--etcd-local-peer-rtt", f"{RTT_MS:g}ms")
     # the leader commits once a follower has the entry: one round trip to the nearer follower; never less (the proxy
-    # delivers nothing early), and up to half more on a loaded machine (+26.8 ms for 20 ms was seen in CI)
-    assert RTT_MS * 0.7 <= proxied - direct <= RTT_MS * 1.5, (direct, proxied)
+    # delivers nothing early), and not two (21.1 ms more at the least seen under CI's load)
+    assert RTT_MS * 0.95 <= proxied - direct < RTT_MS * 1.5, (direct, proxied)
+    assert proxied_p50 >= RTT_MS, proxied_p50
 
 
 @pytest.mark.slow
 def test_a_put_to_a_leader_waits_for_the_nearest_follower_of_its_zone_or_of_the_other(tmp_out):
     zoned = ("--etcd-local-peer-rtt", "0ms", "--etcd-local-zones", "a,a,b", "--etcd-local-zone-rtt", f"{RTT_MS:g}ms")
-    p50 = put_p50_ms(tmp_out, "zoned", *zoned)
+    fastest, p50 = put_ms(tmp_out, "zoned", *zoned)
     summary = json.loads((tmp_out / "zoned_summary.json").read_text())
     started = next(line for line in stderr_lines((tmp_out / "zoned.log").read_text()) if "started a local etcd" in line)
     assert f", zones a,a,b {RTT_MS:g}ms apart)" in started, started
@@ -273,9 +280,9 @@ def test_a_put_to_a_leader_waits_for_the_nearest_follower_of_its_zone_or_of_the_
     # the leader commits once one follower has the entry: a leader of zone a has the other member of a at hand, the
     # member alone in zone b waits one round trip between zones
     if summary["environment"]["cluster"]["leader"] == endpoints[2]:
-        assert RTT_MS * 0.7 <= p50 <= RTT_MS * 1.5, p50
+        assert RTT_MS * 0.95 <= fastest < RTT_MS * 1.5 and p50 >= RTT_MS, (fastest, p50)
     else:
-        assert p50 < RTT_MS / 2, p50
+        assert fastest < RTT_MS / 2, (fastest, p50)
 
 
 @pytest.mark.parametrize(

@@ -349,7 +349,8 @@ def test_the_endpoints_tab_follows_the_membership_a_learner_added_promoted_and_a
         stats = ui.wait_for(learner_listed, "the learner added", timeout=60)
         [(new, learner)] = [(url, row) for url, row in member_rows(stats).items() if url not in first]
         assert (learner["role"], learner["load"]) == ("learner", "no (learner)"), learner
-        assert f"add-learner: {new} member " in ui.process.output()[1]  # the disruption's line names the member added
+        # the disruption's line names the member added, once it has caught up: after the tab lists it as a learner
+        wait_for_line(ui, re.compile(re.escape(f"add-learner: {new} member ")), 60)
         promoted = ui.wait_for(
             lambda stats: member_rows(stats)[new]["load"] == "yes (rotation)", "the learner promoted", timeout=60
         )
