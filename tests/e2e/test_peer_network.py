@@ -410,20 +410,22 @@ def test_a_delayed_follower_s_links_take_the_round_trip_asked_and_the_others_do_
     [delayed] = window["members"]
     assert step["leader_before"] not in (None, delayed) and step["leader_during"] == step["leader_before"], step
 
-    def median(member: str, inside: bool) -> float:
+    def fastest(member: str, inside: bool) -> float:
         # a margin on each side: the proxy's command and the probe's own round trip are not instant
         begin, end = window["started_at"] + 0.3, window["finished_at"] - 0.3
         picked = [ms for at, client, ms in probes if client == member and (begin <= at <= end) == inside]
         assert len(picked) >= 3, (member, inside, probes)  # a loaded machine probes slowly
-        return statistics.median(picked)
+        return min(picked)
 
+    # the fastest probe is the link's own figure: a median adds what the machine's load does to every probe at the time
+    # (CI saw medians of 50 ms on the links left at 0 ms, and 130 ms on the delayed one)
     others = [client for client in peers if client != delayed]
-    during = {client: median(client, True) for client in peers}
-    outside = {client: median(client, False) for client in peers}
-    print(f"probe round trips, ms: during the window {during}, outside it {outside}")
-    # the same tolerance as etcd's reading of the global round trip above, and what the machine's load adds to every
-    # probe at the time (the other members' links keep the 0 ms asked: their figure is the probe's own cost, tens of
-    # milliseconds on a loaded machine): the proxy never delivers early; the delay applied twice (80 ms) would be over
+    during = {client: fastest(client, True) for client in peers}
+    outside = {client: fastest(client, False) for client in peers}
+    print(f"fastest probe round trips, ms: during the window {during}, outside it {outside}")
+    # the same tolerance as etcd's reading of the global round trip above, and the probe's own cost (the other members'
+    # links keep the 0 ms asked: their figure is that cost): the proxy never delivers early; the delay applied twice
+    # (80 ms) would be over
     own_cost = max(during[client] for client in others)
     assert DELAY_RTT_MS * 0.8 <= during[delayed] <= DELAY_RTT_MS * 1.5 + own_cost, (during, outside)
     # the others keep the cluster's own round trip, and the delayed member gets it back after the window: both well
